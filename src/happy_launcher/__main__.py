@@ -1,0 +1,3 @@
+from happy_launcher.cli.app import main
+
+main()

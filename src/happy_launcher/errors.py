@@ -1,0 +1,27 @@
+"""One error hierarchy. Every message says what to do about it."""
+
+
+class HappyError(Exception):
+    """Base of every error happy reports to the user (one line, exit code `exit_code`)."""
+
+    exit_code = 1
+
+
+class UsageError(HappyError):
+    """Bad command line or input file."""
+
+    exit_code = 2
+
+
+class InputFileError(UsageError):
+    """A file named on the command line is missing or unreadable."""
+
+
+class ClaudeNotFoundError(HappyError):
+    """No Claude Code binary could be found."""
+
+    exit_code = 2
+
+
+class StoreError(HappyError):
+    """The session store under HAPPY_HOME_DIR could not be opened or written."""
