@@ -1,0 +1,324 @@
+"""Claude transcript records -> session-protocol envelopes (seed 000, design §2).
+
+Sans-IO and deterministic: ids come from an injected factory and every call takes the time of
+the envelopes it makes, so the same records always give the same stream. All state lives in a
+`MapperState`, which the session keeps across launcher restarts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from happy_launcher.claude.mapper_state import MapperState, OrphanLimits, Subagent
+from happy_launcher.claude.records import UNKNOWN, Record, text_of
+from happy_launcher.claude.titles import SUBAGENT_TOOLS, subagent_title, tool_title
+from happy_launcher.protocol import (
+    Envelope,
+    EnvelopeFactory,
+    Event,
+    IdFactory,
+    ServiceEv,
+    StartEv,
+    StopEv,
+    TextEv,
+    ToolCallEndEv,
+    ToolCallStartEv,
+    TurnEndEv,
+    TurnStartEv,
+    TurnStatus,
+    subagent_id,
+)
+
+INTERRUPT_TEXTS = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
+# User records the TUI writes for slash commands and `!` shell input: not prompts to the agent.
+_LOCAL_COMMAND_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
+_TOOL_USE_ID = re.compile(r"<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>")
+_TASK_ID = re.compile(r"<task-id>\s*([^<\s]+)\s*</task-id>")
+
+Out = list[Envelope]
+_Handler = Callable[[Record, int, Out], None]
+
+
+class Mapper:
+    def __init__(
+        self, ids: IdFactory, state: MapperState | None = None, limits: OrphanLimits | None = None
+    ) -> None:
+        self._new_id = ids
+        self._make = EnvelopeFactory(ids)
+        self.state = state if state is not None else MapperState()
+        self._limits = limits if limits is not None else OrphanLimits()
+        self._handlers: dict[str, _Handler] = {
+            "user": self._user,
+            "assistant": self._assistant,
+            "system": self._system,
+        }
+
+    # -- public API -------------------------------------------------------------------------
+
+    def feed(self, record: Record, now: int) -> list[Envelope]:
+        """Map one record; `now` is the time of the envelopes made (Unix ms)."""
+        out: Out = []
+        self._dispatch(record, now, out)
+        return out
+
+    def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
+        """End the session's activity: stop every active subagent, then end the open turn."""
+        out: Out = []
+        for pid in self.state.active_subagents():
+            self._stop(pid, now, out)
+        self._end_turn(status, now, out)
+        return out
+
+    def finish(self, now: int) -> list[Envelope]:
+        """End of a finished transcript (replay): close what is still open (design §2)."""
+        status: TurnStatus = "completed" if self.state.last_stop_reason == "end_turn" else "cancelled"
+        return self.close_turn(status, now)
+
+    @property
+    def turn_open(self) -> bool:
+        return self.state.turn is not None
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def _dispatch(self, record: Record, now: int, out: Out) -> None:
+        handler = self._handlers.get(record.kind)
+        if handler is not None:
+            handler(record, now, out)
+        elif record.kind == UNKNOWN:
+            self.state.stats.unknown_kinds[record.type or "<no type>"] += 1
+
+    def _user(self, record: Record, now: int, out: Out) -> None:
+        if record.data.get("isMeta") is True:
+            return
+        origin = record.data.get("origin")
+        if isinstance(origin, dict) and origin.get("kind") == "task-notification":
+            self._task_notification(record, now, out)
+            return
+        held, subagent = self._route(record)
+        if held:
+            return
+        content = record.content
+        if isinstance(content, list) and any(_is_block(b, "tool_result") for b in content):
+            self._tool_results(record, content, subagent, now, out)
+        elif subagent is not None or record.is_sidechain:
+            self._sidechain_prompt(record, subagent, now, out)
+        else:
+            self._prompt(record, now, out)
+
+    def _assistant(self, record: Record, now: int, out: Out) -> None:
+        held, subagent = self._route(record)
+        if held:
+            return
+        if record.data.get("isApiErrorMessage") is True:
+            text = text_of(record.content) or "API error"
+            self._agent(out, ServiceEv(text=text), now, subagent, record.uuid)
+            if subagent is None and not record.is_sidechain:
+                self._end_turn("failed", now, out)
+            return
+        if subagent is None and not record.is_sidechain:
+            stop_reason = record.message.get("stop_reason")
+            if isinstance(stop_reason, str):
+                self.state.last_stop_reason = stop_reason
+        content = record.content
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        last_content = -1
+        for block in blocks:
+            if self._assistant_block(block, record, subagent, now, out):
+                last_content = len(out) - 1
+        usage = record.message.get("usage")
+        if last_content >= 0 and isinstance(usage, dict):
+            out[last_content] = out[last_content].model_copy(update={"usage": usage})
+
+    def _assistant_block(self, block: Any, record: Record, subagent: str | None, now: int, out: Out) -> bool:
+        """Map one content block; True when it made a content envelope (the usage carrier)."""
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" or kind == "thinking":
+            text = block.get(kind)
+            if not isinstance(text, str) or not text:
+                return False
+            text_ev = TextEv(text=text, thinking=True) if kind == "thinking" else TextEv(text=text)
+            self._agent(out, text_ev, now, subagent, record.uuid)
+            return True
+        if kind == "tool_use":
+            call, name, args = block.get("id"), block.get("name"), block.get("input")
+            args = args if isinstance(args, dict) else {}
+            if not isinstance(call, str) or not call or not isinstance(name, str) or not name:
+                self.state.stats.ignored_blocks["tool_use without id or name"] += 1
+                return False
+            if name in SUBAGENT_TOOLS:
+                self._spawn(call, args, now, out, record.uuid)
+                return False
+            title, description = tool_title(name, args)
+            ev = ToolCallStartEv(call=call, name=name, title=title, description=description, args=args)
+            self.state.open_calls.add(call)
+            self._agent(out, ev, now, subagent, record.uuid)
+            return True
+        self.state.stats.ignored_blocks[str(kind)] += 1
+        return False
+
+    def _system(self, record: Record, now: int, out: Out) -> None:
+        # The TUI writes one `turn_duration` per finished turn: the in-band turn end (design §2).
+        if record.data.get("subtype") == "turn_duration" and not record.is_sidechain:
+            self._end_turn("completed", now, out)
+
+    # -- user record variants ---------------------------------------------------------------
+
+    def _prompt(self, record: Record, now: int, out: Out) -> None:
+        content = record.content
+        text = text_of(content)
+        stripped = text.strip()
+        if stripped in INTERRUPT_TEXTS:
+            self._end_turn("cancelled", now, out)
+            return
+        if stripped.startswith(_LOCAL_COMMAND_PREFIXES):
+            self.state.stats.ignored_blocks["local command"] += 1
+            return
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") != "text":
+                    self.state.stats.ignored_blocks[f"user {block.get('type')}"] += 1
+        self._end_turn("completed", now, out)
+        if text:
+            out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
+
+    def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
+        # A subagent's opening prompt is shown as agent text of that subagent (design §2).
+        text = text_of(record.content)
+        if text and text.strip() not in INTERRUPT_TEXTS:
+            self._agent(out, TextEv(text=text), now, subagent, record.uuid)
+
+    def _tool_results(
+        self, record: Record, content: list[Any], subagent: str | None, now: int, out: Out
+    ) -> None:
+        state = self.state
+        for block in content:
+            if _is_block(block, "text") and block.get("text", "").strip() in INTERRUPT_TEXTS:
+                if subagent is None and not record.is_sidechain:
+                    self._end_turn("cancelled", now, out)
+                continue
+            if not _is_block(block, "tool_result"):
+                continue
+            call = block.get("tool_use_id")
+            if isinstance(call, str) and call in state.subagents:
+                self._subagent_result(call, record, now, out)
+            elif isinstance(call, str) and call in state.open_calls:
+                state.open_calls.discard(call)
+                self._agent(out, ToolCallEndEv(call=call), now, subagent, record.uuid)
+            else:
+                state.stats.unmatched_tool_results += 1
+
+    def _task_notification(self, record: Record, now: int, out: Out) -> None:
+        # A background agent finished: stop it; this is not a user prompt (design §2).
+        text = text_of(record.content)
+        state = self.state
+        match = _TOOL_USE_ID.search(text)
+        pid = match.group(1) if match and match.group(1) in state.subagents else None
+        if pid is None and (match := _TASK_ID.search(text)):
+            pid = state.agent_ids.get(match.group(1))
+        if pid is not None:
+            self._stop(pid, now, out)
+
+    # -- subagents --------------------------------------------------------------------------
+
+    def _route(self, record: Record) -> tuple[bool, str | None]:
+        """(held, subagent): held when buffered as an orphan or dropped after its subagent's stop;
+        else the session subagent id of the record, None for the main chain.
+
+        Inference order (design §2): explicit parent tool id, then `parentUuid` ancestry (for
+        sidechain records only), then matching a pending `Task`/`Agent` prompt.
+        """
+        state = self.state
+        pid = record.explicit_parent_tool_id()
+        if pid is None and record.is_sidechain:
+            parent = record.parent_uuid
+            pid = state.uuid_owner.get(parent) if parent is not None else None
+            if pid is None and record.kind == "user":
+                pid = self._match_prompt(text_of(record.content))
+        if pid is None:
+            return False, None
+        if (uuid := record.uuid) is not None:
+            state.uuid_owner[uuid] = pid
+        sub = state.subagents.get(pid)
+        if sub is None:
+            self._buffer(pid, record)
+            return True, None
+        if sub.stopped:
+            state.stats.after_stop_dropped += 1
+            return True, None
+        return False, sub.session_id
+
+    def _match_prompt(self, text: str) -> str | None:
+        if not text:
+            return None
+        for pid, sub in self.state.subagents.items():
+            if not sub.root_claimed and not sub.stopped and sub.prompt == text:
+                sub.root_claimed = True
+                return pid
+        return None
+
+    def _buffer(self, pid: str, record: Record) -> None:
+        state, limits = self.state, self._limits
+        if state.orphan_count >= limits.max_records or state.orphan_bytes + record.size > limits.max_bytes:
+            state.stats.orphans_dropped += 1
+            return
+        state.orphans.setdefault(pid, []).append(record)
+        state.orphan_count += 1
+        state.orphan_bytes += record.size
+
+    def _spawn(self, pid: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
+        """A `Task`/`Agent` call: no tool-call envelope; the subagent starts, then its orphans."""
+        state = self.state
+        if pid in state.subagents:
+            return
+        prompt = args.get("prompt")
+        sub = Subagent(subagent_id(pid), subagent_title(args), prompt if isinstance(prompt, str) else None)
+        state.subagents[pid] = sub
+        self._agent(out, StartEv(title=sub.title), now, sub.session_id, uuid)
+        for orphan in state.orphans.pop(pid, []):
+            state.orphan_count -= 1
+            state.orphan_bytes -= orphan.size
+            self._dispatch(orphan, now, out)
+
+    def _subagent_result(self, pid: str, record: Record, now: int, out: Out) -> None:
+        result = record.data.get("toolUseResult")
+        if isinstance(result, dict):
+            agent_id = result.get("agentId")
+            if isinstance(agent_id, str):
+                self.state.agent_ids[agent_id] = pid
+            if result.get("status") == "async_launched":
+                return  # a background agent: its task-notification stops it
+        self._stop(pid, now, out)
+
+    def _stop(self, pid: str, now: int, out: Out) -> None:
+        sub = self.state.subagents[pid]
+        if not sub.stopped:
+            sub.stopped = True
+            self._agent(out, StopEv(), now, sub.session_id, None)
+
+    # -- turns ------------------------------------------------------------------------------
+
+    def _agent(self, out: Out, ev: Event, now: int, subagent: str | None, uuid: str | None) -> None:
+        turn = self.state.turn
+        if turn is None:  # turns start lazily, on the first agent output (seed 000)
+            turn = self.state.turn = self._new_id()
+            out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
+        out.append(self._make.agent(ev, turn=turn, time=now, subagent=subagent, claude_uuid=uuid))
+
+    def _end_turn(self, status: TurnStatus, now: int, out: Out) -> None:
+        turn = self.state.turn
+        if turn is not None:
+            out.append(self._make.agent(TurnEndEv(status=status), turn=turn, time=now))
+            self.state.turn = None
+
+
+def _is_block(block: Any, kind: str) -> bool:
+    return isinstance(block, dict) and block.get("type") == kind

@@ -1,0 +1,151 @@
+"""Claude transcript records: tolerant parsing of JSONL lines into a light typed view.
+
+A record keeps the parsed JSON object as-is (so nothing is lost when it is passed on) and exposes
+the handful of fields the mapper and scanner need. Unknown record types are kept as kind
+"unknown" and counted by the caller, never fatal (a Claude Code upgrade adds kinds regularly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+MESSAGE_KINDS = frozenset({"user", "assistant", "system", "attachment", "progress"})
+# Bookkeeping kinds (claude-offline.md §3): no protocol output, and most have no uuid.
+BOOKKEEPING_KINDS = frozenset(
+    {
+        "summary",
+        "queue-operation",
+        "file-history-snapshot",
+        "mode",
+        "permission-mode",
+        "last-prompt",
+        "tools-used",
+        "cost-state",
+        "atis-latch",
+        "api-request",
+        "api-request-shape",
+        "api-request-blob",
+        "custom-title",
+        "tag",
+        "agent-name",
+        "result",
+    }
+)
+KNOWN_KINDS = MESSAGE_KINDS | BOOKKEEPING_KINDS
+UNKNOWN = "unknown"
+
+
+@dataclass(slots=True)
+class Record:
+    """One transcript record. `kind` is the record type, or "unknown" (see `type` for the original)."""
+
+    kind: str
+    type: str
+    data: dict[str, Any]
+    # The provider id of the `Task`/`Agent` call this record belongs to, when known explicitly:
+    # from the SDK (`parent_tool_use_id`) or from the subagent file's `.meta.json` (`toolUseId`).
+    parent_tool_use_id: str | None = None
+    size: int = 0
+
+    @property
+    def uuid(self) -> str | None:
+        value = self.data.get("uuid")
+        return value if isinstance(value, str) else None
+
+    @property
+    def parent_uuid(self) -> str | None:
+        value = self.data.get("parentUuid")
+        return value if isinstance(value, str) else None
+
+    @property
+    def is_sidechain(self) -> bool:
+        return self.data.get("isSidechain") is True
+
+    @property
+    def message(self) -> dict[str, Any]:
+        value = self.data.get("message")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def content(self) -> str | list[Any] | None:
+        value = self.message.get("content")
+        return value if isinstance(value, str | list) else None
+
+    @property
+    def timestamp_ms(self) -> int | None:
+        return parse_timestamp_ms(self.data.get("timestamp"))
+
+    def explicit_parent_tool_id(self) -> str | None:
+        if self.parent_tool_use_id is not None:
+            return self.parent_tool_use_id
+        for key in ("parent_tool_use_id", "parentToolUseId", "parentToolUseID"):
+            value = self.data.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A line that is not a JSON object. `reason` says why, for the skip summary."""
+
+    reason: str
+    size: int
+
+
+def make_record(data: dict[str, Any], *, size: int = 0, parent_tool_use_id: str | None = None) -> Record:
+    raw_type = data.get("type")
+    type_ = raw_type if isinstance(raw_type, str) else ""
+    kind = type_ if type_ in KNOWN_KINDS else UNKNOWN
+    return Record(kind=kind, type=type_, data=data, parent_tool_use_id=parent_tool_use_id, size=size)
+
+
+def parse_line(line: bytes | str, *, parent_tool_use_id: str | None = None) -> Record | Malformed:
+    """Parse one transcript line (without its newline). Never raises."""
+    size = len(line)
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        if not isinstance(line, bytes):
+            return Malformed("not JSON", size)
+        # Invalid UTF-8 inside otherwise valid JSON: keep the record, with U+FFFD for the bad bytes.
+        try:
+            data = orjson.loads(line.decode("utf-8", errors="replace"))
+        except orjson.JSONDecodeError:
+            return Malformed("not JSON", size)
+    if not isinstance(data, dict):
+        return Malformed("not a JSON object", size)
+    return make_record(data, size=size, parent_tool_use_id=parent_tool_use_id)
+
+
+def record_key(record: Record) -> str | None:
+    """The dedupe key of a record across all files of a session (design §3), if it has one."""
+    uuid = record.uuid
+    if uuid is not None:
+        return uuid
+    if record.kind == "summary":
+        return f"summary:{record.data.get('leafUuid')}:{record.data.get('summary')}"
+    return None
+
+
+def parse_timestamp_ms(value: object) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(datetime.fromisoformat(value).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def text_of(content: str | list[Any] | None) -> str:
+    """The plain text of message content: a string, or the text blocks of a list joined."""
+    if isinstance(content, str):
+        return content
+    if not content:
+        return ""
+    parts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return "\n".join(p for p in parts if isinstance(p, str))

@@ -1,0 +1,129 @@
+"""Envelope and event models: field rules of seed 002 and design §1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from happy_launcher.protocol import (
+    Cuid2Ids,
+    Envelope,
+    EnvelopeFactory,
+    SequentialIds,
+    TextEv,
+    envelope_schema,
+    looks_like_cuid2,
+    parse_envelope,
+)
+
+CUID = "ckv9l0m1n2o3p4q5r6s7t8u9"
+
+
+def env(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": CUID,
+        "time": 1,
+        "role": "agent",
+        "turn": CUID,
+        "ev": {"t": "text", "text": "x"},
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    "ev",
+    [
+        {"t": "text", "text": "hi"},
+        {"t": "text", "text": "hm", "thinking": True},
+        {"t": "service", "text": "**Service**"},
+        {
+            "t": "tool-call-start",
+            "call": "toolu_1",
+            "name": "Bash",
+            "title": "t",
+            "description": "d",
+            "args": {},
+        },
+        {"t": "tool-call-end", "call": "toolu_1"},
+        {
+            "t": "file",
+            "ref": "up_1",
+            "name": "a.png",
+            "size": 3,
+            "image": {"width": 1, "height": 2, "thumbhash": "x"},
+        },
+        {"t": "turn-start"},
+        {"t": "turn-end", "status": "cancelled"},
+        {"t": "start", "title": "Research"},
+        {"t": "start"},
+        {"t": "stop"},
+    ],
+)
+def test_all_nine_events_validate_and_round_trip(ev: dict[str, Any]) -> None:
+    e = Envelope.model_validate(env(ev=ev, subagent=CUID))
+    assert parse_envelope(e.to_json()) == e
+    assert e.to_dict()["ev"] == ev
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"ev": {"t": "turn-end", "status": "canceled"}}, "status"),
+        ({"subagent": "toolu_01ABCdef"}, "cuid2"),
+        ({"subagent": "0b0c2a1e-1111-4222-8333-444455556666"}, "cuid2"),
+        ({"turn": "toolu_x"}, "cuid2"),
+        ({"id": "Not-A-Cuid"}, "cuid2"),
+        ({"turn": None}, "need a turn"),
+        ({"role": "user", "turn": None, "ev": {"t": "turn-start"}}, "agent-only"),
+        ({"role": "user", "turn": None, "ev": {"t": "service", "text": "x"}}, "agent-only"),
+        ({"role": "user", "turn": None, "ev": {"t": "stop"}}, "agent-only"),
+        ({"role": "system"}, "role"),
+        ({"ev": {"t": "text", "text": "x", "extra": 1}}, "extra"),
+        ({"ev": {"t": "bogus"}}, "bogus"),
+        ({"time": -1}, "time"),
+        ({"unexpected": True}, "unexpected"),
+    ],
+)
+def test_invalid_envelopes_are_rejected(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Envelope.model_validate(env(**overrides))
+
+
+def test_envelopes_are_frozen() -> None:
+    e = Envelope.model_validate(env())
+    with pytest.raises(ValidationError):
+        setattr(e, "time", 5)  # noqa: B010 - assigning to a frozen model must fail
+
+
+def test_user_envelope_needs_no_turn() -> None:
+    e = Envelope.model_validate(env(role="user", turn=None))
+    assert "turn" not in e.to_dict()
+
+
+def test_factory_uses_injected_ids_and_time() -> None:
+    make = EnvelopeFactory(SequentialIds("x"))
+    e = make.agent(TextEv(text="a"), turn="tturn", time=42, claude_uuid="u-1", usage={"output_tokens": 1})
+    assert (e.id, e.time, e.turn, e.claudeUuid) == ("x00000000000000000000001", 42, "tturn", "u-1")
+    assert make.user_text("q", 7).to_dict() == {
+        "id": "x00000000000000000000002",
+        "time": 7,
+        "role": "user",
+        "ev": {"t": "text", "text": "q"},
+    }
+
+
+def test_cuid2_ids_are_unique_and_valid() -> None:
+    ids = Cuid2Ids()
+    made = {ids() for _ in range(20_000)}
+    assert len(made) == 20_000
+    assert all(looks_like_cuid2(i) and len(i) == 24 for i in made)
+
+
+def test_schema_describes_the_envelope() -> None:
+    schema = envelope_schema()
+    assert set(schema["required"]) == {"id", "time", "role", "ev"}
+    assert schema["additionalProperties"] is False
+    assert len(schema["properties"]["ev"]["oneOf"]) == 9
