@@ -149,3 +149,34 @@ def text_of(content: str | list[Any] | None) -> str:
         return ""
     parts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
     return "\n".join(p for p in parts if isinstance(p, str))
+
+
+_TASK_ID_OPEN = "<task-id>"
+_TASK_ID_CLOSE = "</task-id>"
+
+
+def notification_agent_id(record: Record) -> str | None:
+    """The agentId a background agent's `task-notification` user record reports, if any."""
+    origin = record.data.get("origin")
+    if record.kind != "user" or not isinstance(origin, dict) or origin.get("kind") != "task-notification":
+        return None
+    text = text_of(record.content)
+    start = text.find(_TASK_ID_OPEN)
+    end = text.find(_TASK_ID_CLOSE, start)
+    if start < 0 or end < 0:
+        return None
+    return text[start + len(_TASK_ID_OPEN) : end].strip() or None
+
+
+def stopping_agent_id(record: Record) -> str | None:
+    """The agentId of the subagent whose end this main-chain record reports: the parent `Agent`
+    tool result (foreground), or the task notification (background)."""
+    if record.kind != "user":
+        return None
+    result = record.data.get("toolUseResult")
+    if isinstance(result, dict):
+        agent_id = result.get("agentId")
+        if isinstance(agent_id, str) and result.get("status") != "async_launched":
+            return agent_id
+        return None
+    return notification_agent_id(record)

@@ -1,5 +1,95 @@
-"""The `happy` command line (placeholder until the CLI lands)."""
+"""The `happy` command line. Thin: parse, build config, run.
+
+`happy claude …` (and plain `happy …`) take Claude's own flags, so they bypass typer and go
+straight to a lean start-up path: Claude's start-up must not wait for our imports.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from happy_launcher.errors import HappyError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    help="Run Claude Code as `happy claude` and mirror the session as session-protocol envelopes.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+protocol_app = typer.Typer(help="The session protocol.", no_args_is_help=True)
+app.add_typer(protocol_app, name="protocol")
+
+VERBS = frozenset({"replay", "protocol", "--help", "-h", "--version"})
 
 
-def main() -> None:
-    raise SystemExit(0)
+def fail(error: HappyError) -> typer.Exit:
+    typer.echo(f"happy: {error}", err=True)
+    return typer.Exit(error.exit_code)
+
+
+@app.command(
+    "claude",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def claude_command(ctx: typer.Context) -> None:
+    """Run Claude Code under happy (all Claude flags pass through; see `happy claude --help`)."""
+    raise typer.Exit(run_claude(list(ctx.args)))
+
+
+@app.command()
+def replay(
+    transcript: Annotated[Path, typer.Argument(help="A Claude session transcript (<session-id>.jsonl).")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep tailing the transcript.")] = False,
+) -> None:
+    """Map a transcript and its subagent files to envelopes: one JSON per line on stdout."""
+    from happy_launcher.protocol import Cuid2Ids
+    from happy_launcher.session import replay as replay_mod
+
+    out = sys.stdout.buffer
+    try:
+        if follow:
+            summaries: list[replay_mod.ReplaySummary] = []
+            try:
+                import anyio
+
+                anyio.run(replay_mod.follow_file, transcript, Cuid2Ids(), out, summaries)
+            except KeyboardInterrupt:
+                pass
+            summary = summaries[0]
+        else:
+            summary = replay_mod.replay_file(transcript, Cuid2Ids(), out)
+        out.flush()
+    except HappyError as error:
+        raise fail(error) from None
+    except BrokenPipeError:
+        raise typer.Exit(0) from None  # `happy replay x | head`: the reader has what it wanted
+    typer.echo(summary.line(), err=True)
+
+
+@protocol_app.command("schema")
+def protocol_schema() -> None:
+    """Print the JSON Schema of the session-protocol envelope."""
+    import json
+
+    from happy_launcher.protocol import envelope_schema
+
+    typer.echo(json.dumps(envelope_schema(), indent=2))
+
+
+def run_claude(argv: Sequence[str]) -> int:
+    from happy_launcher.cli.claude_cmd import run
+
+    return run(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in VERBS:
+        # `happy claude …` or plain `happy …`: Claude's flags, parsed by us, not by typer.
+        raise SystemExit(run_claude(args[1:] if args and args[0] == "claude" else args))
+    app(args, prog_name="happy")

@@ -1,0 +1,77 @@
+"""The live transcript scanner: incremental reads of every file of a session, woken by inotify.
+
+Cost per appended record does not depend on file size: each wake-up reads only the bytes after
+each file's offset (Happy re-read whole files on every change and every 3 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskStatus
+
+from happy_launcher.claude.records import Record
+from happy_launcher.claude.session_files import SessionFiles
+from happy_launcher.claude.watch import Watcher
+
+Deliver = Callable[[list[Record]], Awaitable[None]]
+# Even with inotify, re-read now and then: a missed event (watch limit, NFS) only delays records.
+SAFETY_POLL = 1.0
+
+
+class TranscriptScanner:
+    def __init__(self, files: SessionFiles, watcher: Watcher, *, poll_interval: float = SAFETY_POLL) -> None:
+        self.files = files
+        self._watcher = watcher
+        self._poll_interval = poll_interval
+        self._kick = anyio.Event()
+
+    def add_main(self, path: Path, *, skip_existing: bool = False) -> None:
+        """Also watch this main transcript (a new Claude session id); earlier ones stay watched."""
+        if self.files.add_main(path, skip_existing=skip_existing):
+            self._kick.set()
+
+    def scan(self) -> list[Record]:
+        """Everything new right now (also used for the final read before a turn is closed)."""
+        self._watcher.watch(self._directories())
+        return list(self.files.read_new())
+
+    async def run(
+        self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Deliver batches of new records until cancelled. Started once the watches are set."""
+        self._watcher.watch(self._directories())
+        task_status.started()
+        while True:
+            batch = self.scan()
+            if batch:
+                await deliver(batch)
+            with anyio.move_on_after(self._poll_interval):
+                await self._wait_for_change()
+
+    async def _wait_for_change(self) -> None:
+        if self._kick.is_set():
+            self._kick = anyio.Event()
+            return
+        async with anyio.create_task_group() as tg:
+
+            async def on_kick() -> None:
+                await self._kick.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_kick)
+            await self._watcher.wait()
+            tg.cancel_scope.cancel()
+        if self._kick.is_set():
+            self._kick = anyio.Event()
+
+    def _directories(self) -> set[Path]:
+        """The project dir, each session's dir and its subagents dir (those that exist): changes
+        in any of them can mean new records or new files."""
+        dirs: set[Path] = set()
+        for path in self.files.paths:
+            session_dir = path.with_suffix("")
+            dirs.update((path.parent, session_dir, session_dir / "subagents"))
+        return {d for d in dirs if d.is_dir()}

@@ -1,0 +1,115 @@
+"""Incremental reading of an append-only JSONL file by byte offset: complete lines only.
+
+Claude appends records line by line; a reader may catch a line half-written. The tail keeps the
+unfinished end for the next read, notices a file that was truncated or replaced (new inode), and
+bounds the size of one line so a runaway writer cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHUNK = 1 << 20
+MAX_LINE = 256 << 20
+
+
+@dataclass(slots=True)
+class TailStats:
+    truncated: int = 0
+    replaced: int = 0
+    oversized: int = 0
+
+
+@dataclass(slots=True)
+class LineTail:
+    path: Path
+    offset: int = 0
+    max_line: int = MAX_LINE
+    stats: TailStats = field(default_factory=TailStats)
+    _parts: list[bytes] = field(default_factory=list)
+    _partial_size: int = 0
+    _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
+    _ident: tuple[int, int] | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def read_lines(self, chunk: int = CHUNK) -> list[bytes]:
+        """The complete lines (without newlines) appended since the last call, up to ~`chunk`
+        bytes of input; [] when nothing new. Call again until it returns []."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        try:
+            self._check_identity(os.fstat(fd))
+            while data := os.pread(fd, chunk, self.offset):
+                self.offset += len(data)
+                lines = self._split(data)
+                if lines:  # else the chunk was the middle of a long line: read on
+                    return lines
+            return []
+        finally:
+            os.close(fd)
+
+    def take_partial(self) -> bytes | None:
+        """The unfinished last line, if any (at the end of a finished file: a truncated record)."""
+        if not self._parts or self._skipping:
+            return None
+        line = b"".join(self._parts)
+        self._parts.clear()
+        self._partial_size = 0
+        return line
+
+    def skip_to_end(self) -> None:
+        """Treat everything currently in the file as read."""
+        while self.read_lines():
+            pass
+
+    def _check_identity(self, st: os.stat_result) -> None:
+        ident = (st.st_dev, st.st_ino)
+        if self._ident is not None and ident != self._ident:
+            self.stats.replaced += 1
+            self._reset()
+        elif st.st_size < self.offset:
+            self.stats.truncated += 1
+            self._reset()
+        self._ident = ident
+
+    def _reset(self) -> None:
+        self.offset = 0
+        self._parts.clear()
+        self._partial_size = 0
+        self._skipping = False
+
+    def _split(self, data: bytes) -> list[bytes]:
+        lines = data.split(b"\n")
+        tail = lines.pop()  # after the last newline: unfinished
+        if lines:
+            first = lines[0]
+            if self._skipping:
+                lines.pop(0)
+                self._skipping = False
+            elif self._parts:
+                self._parts.append(first)
+                lines[0] = b"".join(self._parts)
+                self._parts.clear()
+                self._partial_size = 0
+        if tail:
+            self._hold(tail)
+        return [line for line in lines if line]
+
+    def _hold(self, tail: bytes) -> None:
+        if self._skipping:
+            return
+        self._partial_size += len(tail)
+        if self._partial_size > self.max_line:
+            self.stats.oversized += 1
+            self._parts.clear()
+            self._partial_size = 0
+            self._skipping = True
+            return
+        self._parts.append(tail)

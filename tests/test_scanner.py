@@ -1,0 +1,58 @@
+"""The live scanner: woken by inotify (or polling), incremental, deduplicated, late files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from happy_launcher.claude.records import Record
+from happy_launcher.claude.scanner import TranscriptScanner
+from happy_launcher.claude.session_files import SessionFiles
+from happy_launcher.claude.watch import InotifyWatcher, PollingWatcher, Watcher
+from tests.support.transcripts import assistant, subagent_paths, user, write_jsonl, write_subagent
+
+pytestmark = pytest.mark.anyio
+
+
+async def next_uuids(stream: MemoryObjectReceiveStream[list[Record]], count: int) -> list[str | None]:
+    got: list[str | None] = []
+    with anyio.fail_after(5):
+        while len(got) < count:
+            got += [r.uuid for r in await stream.receive()]
+    return got
+
+
+@pytest.mark.parametrize("watcher_kind", ["inotify", "polling"])
+async def test_appended_records_late_files_and_session_change(tmp_path: Path, watcher_kind: str) -> None:
+    main = tmp_path / "proj" / "s1.jsonl"
+    main.parent.mkdir()
+    watcher: Watcher = InotifyWatcher() if watcher_kind == "inotify" else PollingWatcher()
+    poll = 30.0 if watcher_kind == "inotify" else 0.02  # inotify must wake the scanner by itself
+    scanner = TranscriptScanner(SessionFiles(), watcher, poll_interval=poll)
+    scanner.add_main(main)  # the file does not exist yet: Claude creates it on the first prompt
+    send, receive = anyio.create_memory_object_stream[list[Record]](100)
+    async with anyio.create_task_group() as tg:
+        await tg.start(scanner.run, send.send)
+        write_jsonl(main, [user("u1", "hi")])
+        assert await next_uuids(receive, 1) == ["u1"]
+        with main.open("ab") as f:  # half a line first: nothing until it is complete
+            f.write(b'{"type":"assistant","uuid":"a1",')
+            f.flush()
+            f.write(b'"message":{"content":[]}}\n')
+        assert await next_uuids(receive, 1) == ["a1"]
+        write_subagent(main, "ag", "toolu_1", [assistant("s1", isSidechain=True)])
+        assert await next_uuids(receive, 1) == ["s1"]
+        jsonl, _ = subagent_paths(main, "ag")
+        write_jsonl(jsonl, [assistant("s2", isSidechain=True)], append=True)
+        assert await next_uuids(receive, 1) == ["s2"]
+        second = main.with_name("s2.jsonl")  # /clear: a new session id and file
+        write_jsonl(second, [user("u1", "hi"), user("u2", "new")])
+        scanner.add_main(second)
+        assert await next_uuids(receive, 1) == ["u2"]
+        write_jsonl(main, [assistant("a-old")], append=True)  # the old file is still watched
+        assert await next_uuids(receive, 1) == ["a-old"]
+        tg.cancel_scope.cancel()
+    watcher.close()

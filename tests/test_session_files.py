@@ -1,0 +1,105 @@
+"""SessionFiles: main + subagent files, tags from .meta.json, dedupe, drain-before-stop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from happy_launcher.claude.session_files import SessionFiles
+from tests.support.transcripts import assistant, subagent_paths, user, write_jsonl, write_subagent
+
+
+def uuids(files: SessionFiles) -> list[str | None]:
+    return [r.uuid for r in files.read_new()]
+
+
+def test_subagent_records_are_tagged_and_drained_before_the_stopping_result(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    write_jsonl(
+        main,
+        [
+            user("u1", "go"),
+            assistant("a1", {"type": "tool_use", "id": "toolu_A", "name": "Agent", "input": {"prompt": "p"}}),
+            user(
+                "r1",
+                [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "done"}],
+                toolUseResult={"status": "completed", "agentId": "abc"},
+            ),
+        ],
+    )
+    write_subagent(
+        main, "abc", "toolu_A", [user("s1", "p", isSidechain=True), assistant("s2", isSidechain=True)]
+    )
+    files = SessionFiles()
+    files.add_main(main)
+    records = list(files.read_new())
+    assert [r.uuid for r in records] == ["u1", "a1", "s1", "s2", "r1"]
+    assert [r.parent_tool_use_id for r in records] == [None, None, "toolu_A", "toolu_A", None]
+
+
+def test_background_subagent_drained_at_its_notification(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    note = "<task-notification><task-id>bg1</task-id><status>completed</status></task-notification>"
+    write_jsonl(
+        main,
+        [
+            user("u1", "go"),
+            user("n1", note, origin={"kind": "task-notification"}),
+            assistant("a2"),
+        ],
+    )
+    write_subagent(main, "bg1", None, [user("s1", "p", isSidechain=True)])
+    files = SessionFiles()
+    files.add_main(main)
+    records = list(files.read_new())
+    assert [r.uuid for r in records] == ["u1", "s1", "n1", "a2"]
+    assert records[1].parent_tool_use_id is None  # no meta.json: left to the mapper's inference
+
+
+def test_dedupe_across_files_and_incremental_reads(tmp_path: Path) -> None:
+    first, second = tmp_path / "s1.jsonl", tmp_path / "s2.jsonl"
+    write_jsonl(first, [user("u1", "a"), assistant("a1")])
+    files = SessionFiles()
+    files.add_main(first)
+    assert uuids(files) == ["u1", "a1"]
+    write_jsonl(second, [user("u1", "a"), assistant("a1"), user("u2", "b")])  # a fork copies history
+    files.add_main(second)
+    write_jsonl(first, [assistant("a0")], append=True)  # the earlier file is still watched
+    assert uuids(files) == ["a0", "u2"]
+    assert files.stats.duplicates == 2
+    assert uuids(files) == []
+
+
+def test_skip_existing_marks_main_and_subagent_records_processed(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    write_jsonl(main, [user("u1", "old"), assistant("a1")])
+    write_subagent(main, "x", "toolu_X", [assistant("s1", isSidechain=True)])
+    files = SessionFiles()
+    files.add_main(main, skip_existing=True)
+    assert uuids(files) == []
+    write_jsonl(main, [user("u2", "new")], append=True)
+    jsonl, _ = subagent_paths(main, "x")
+    write_jsonl(jsonl, [assistant("s2", isSidechain=True)], append=True)
+    assert uuids(files) == ["u2", "s2"]
+
+
+def test_malformed_lines_counted_and_truncated_last_line(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    main.write_bytes(b'not json\n[1,2]\n{"type":"user","uuid":"u1","message":{"content":"x"}}\n{"type":"assi')
+    files = SessionFiles()
+    files.add_main(main)
+    assert uuids(files) == ["u1"]
+    assert list(files.finish()) == []
+    assert files.stats.malformed == {"not JSON": 1, "not a JSON object": 1, "truncated last line": 1}
+
+
+def test_late_subagent_file_and_meta_are_picked_up(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    write_jsonl(main, [user("u1", "go")])
+    files = SessionFiles()
+    files.add_main(main)
+    assert uuids(files) == ["u1"]
+    jsonl, meta = subagent_paths(main, "late")
+    write_jsonl(jsonl, [assistant("s1", isSidechain=True)])
+    meta.write_text('{"toolUseId": "toolu_L"}')
+    records = list(files.read_new())
+    assert [(r.uuid, r.parent_tool_use_id) for r in records] == [("s1", "toolu_L")]

@@ -1,0 +1,76 @@
+"""LineTail: complete lines only, by byte offset; truncation, replacement, oversized lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from happy_launcher.claude.tail import LineTail
+
+
+def read_all(tail: LineTail, chunk: int = 1 << 20) -> list[bytes]:
+    out: list[bytes] = []
+    while lines := tail.read_lines(chunk):
+        out += lines
+    return out
+
+
+def test_missing_file_reads_nothing(tmp_path: Path) -> None:
+    assert LineTail(tmp_path / "nope.jsonl").read_lines() == []
+
+
+def test_only_complete_lines_and_partial_kept(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"a":1}\n{"b":')
+    tail = LineTail(p)
+    assert read_all(tail) == [b'{"a":1}']
+    with p.open("ab") as f:
+        f.write(b'2}\n\n{"c":3}\n')
+    assert read_all(tail) == [b'{"b":2}', b'{"c":3}']
+    assert tail.take_partial() is None
+
+
+def test_small_chunks_reassemble_lines(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    lines = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * i) for i in range(50)]
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    assert read_all(LineTail(p), chunk=7) == lines
+
+
+def test_truncated_file_restarts_from_zero(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"one\ntwo\n")
+    tail = LineTail(p)
+    assert read_all(tail) == [b"one", b"two"]
+    p.write_bytes(b"3\n")
+    assert read_all(tail) == [b"3"]
+    assert tail.stats.truncated == 1
+
+
+def test_replaced_file_is_read_from_the_start(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"old-1\nold-2\n")
+    tail = LineTail(p)
+    read_all(tail)
+    other = tmp_path / "new.jsonl"
+    other.write_bytes(b"new-1\nnew-2\nnew-3\n")
+    other.replace(p)
+    assert read_all(tail) == [b"new-1", b"new-2", b"new-3"]
+    assert tail.stats.replaced == 1
+
+
+def test_oversized_line_is_skipped_and_counted(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"a\n" + b"x" * 5000 + b"\nb\n")
+    tail = LineTail(p, max_line=1000)
+    assert read_all(tail, chunk=512) == [b"a", b"b"]
+    assert tail.stats.oversized == 1
+
+
+def test_skip_to_end(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"a\nb\n")
+    tail = LineTail(p)
+    tail.skip_to_end()
+    with p.open("ab") as f:
+        f.write(b"c\n")
+    assert read_all(tail) == [b"c"]
