@@ -210,6 +210,17 @@ def test_usage_rides_on_the_last_content_envelope_of_the_record(m: Mapper) -> No
     assert [e.usage for e in out] == [None, None, usage]
 
 
+def test_usage_is_carried_once_per_api_message(m: Mapper) -> None:
+    usage = {"input_tokens": 3, "output_tokens": 7}
+    first = assistant(thinking("t"), usage=usage)
+    second = assistant(text("a"), usage=usage)
+    third = assistant(text("b"), usage=usage)
+    for r, message_id in ((first, "msg_1"), (second, "msg_1"), (third, "msg_2")):
+        r.data["message"]["id"] = message_id
+    out = feed_all(m, first, second, third)
+    assert [e.usage for e in out if e.ev.t == "text"] == [usage, None, usage]
+
+
 def test_background_subagent_outlives_the_turn_and_notification_stops_it(m: Mapper) -> None:
     launched = user(
         [tool_result("toolu_bg", "Async agent launched")],

@@ -135,8 +135,19 @@ class Mapper:
             if self._assistant_block(block, record, subagent, now, out):
                 last_content = len(out) - 1
         usage = record.message.get("usage")
-        if last_content >= 0 and isinstance(usage, dict):
+        if last_content >= 0 and isinstance(usage, dict) and self._first_usage_of(record):
             out[last_content] = out[last_content].model_copy(update={"usage": usage})
+
+    def _first_usage_of(self, record: Record) -> bool:
+        """Claude writes one record per content block, each with the whole reply's usage: carry
+        it once per API message, so that summing `usage` over envelopes counts tokens once."""
+        message_id = record.message.get("id")
+        if not isinstance(message_id, str):
+            return True
+        if message_id == self.state.usage_message_id:
+            return False
+        self.state.usage_message_id = message_id
+        return True
 
     def _assistant_block(self, block: Any, record: Record, subagent: str | None, now: int, out: Out) -> bool:
         """Map one content block; True when it made a content envelope (the usage carrier)."""

@@ -64,6 +64,8 @@ class MapperState:
     orphan_count: int = 0
     # stop_reason of the last main-chain assistant record (replay closes the final turn with it)
     last_stop_reason: str | None = None
+    # message.id of the API reply whose usage was last emitted (usage rides once per reply)
+    usage_message_id: str | None = None
     stats: MapperStats = field(default_factory=MapperStats)
 
     def active_subagents(self) -> list[str]:
@@ -81,6 +83,7 @@ class MapperState:
                 for pid, records in self.orphans.items()
             },
             "last_stop_reason": self.last_stop_reason,
+            "usage_message_id": self.usage_message_id,
         }
 
     @classmethod
@@ -92,6 +95,7 @@ class MapperState:
             agent_ids=dict(data.get("agent_ids", {})),
             open_calls=set(data.get("open_calls", [])),
             last_stop_reason=data.get("last_stop_reason"),
+            usage_message_id=data.get("usage_message_id"),
         )
         for pid, records in data.get("orphans", {}).items():
             state.orphans[pid] = [
