@@ -1,0 +1,71 @@
+"""Where happy keeps its state: `HAPPY_HOME_DIR`, else `~/.happy` (design §5)."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Mapping
+from pathlib import Path
+
+from happy_launcher.errors import StoreError
+
+HOME_ENV = "HAPPY_HOME_DIR"
+DEFAULT_DIR_NAME = ".happy"
+
+
+def happy_home(env: Mapping[str, str]) -> Path:
+    """The happy home directory named by `env` (not created; see `ensure_home`).
+
+    `env` is passed in rather than read from `os.environ` so callers and tests control it.
+    A leading `~` is expanded with `env["HOME"]`, because a value from a config or `.env`
+    file reaches us unexpanded by any shell.
+    """
+    explicit = env.get(HOME_ENV, "")
+    if explicit:
+        return _expand_user(explicit, env)
+    home = env.get("HOME", "")
+    if not home:
+        raise StoreError(f"HOME is not set: set {HOME_ENV} to the directory where happy keeps its sessions")
+    return Path(home) / DEFAULT_DIR_NAME
+
+
+def _expand_user(value: str, env: Mapping[str, str]) -> Path:
+    if value != "~" and not value.startswith("~/"):
+        return Path(value)
+    home = env.get("HOME", "")
+    if not home:
+        raise StoreError(f"{HOME_ENV}={value} starts with ~ but HOME is not set: use an absolute path")
+    return Path(home) / value[2:]
+
+
+def ensure_home(path: Path) -> Path:
+    """Create `path` (and parents) with mode 0700 if missing; return it.
+
+    An existing directory keeps its mode: it may be a directory the user shares on purpose
+    (`HAPPY_HOME_DIR=/some/dir`), and silently tightening it would surprise them. The files
+    happy creates inside are 0600 on their own.
+    """
+    existed = path.is_dir()
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not existed:
+            path.chmod(0o700)  # mkdir's mode is masked by the umask; ours must be exactly 0700
+    except FileExistsError as exc:
+        raise StoreError(
+            f"happy home {path} exists but is not a directory: remove it or set {HOME_ENV} "
+            "to another directory"
+        ) from exc
+    except OSError as exc:
+        raise StoreError(_unusable(path, exc)) from exc
+    if not path.is_dir():  # e.g. a dangling symlink that mkdir(exist_ok) accepted
+        raise StoreError(f"happy home {path} is not a directory: set {HOME_ENV} to a directory")
+    return path
+
+
+def _unusable(path: Path, exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        return f"cannot create happy home {path}: the disk is full; free some space or set {HOME_ENV}"
+    return (
+        f"cannot create happy home {path} ({reason}): check the permissions of its parent "
+        f"or set {HOME_ENV} to a writable directory"
+    )
