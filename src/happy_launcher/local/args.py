@@ -1,0 +1,427 @@
+"""Parse the `happy claude` argv into happy's options, a session intent and what passes to Claude.
+
+Claude Code parses its argv with commander.js; this module follows commander's rules wherever the meaning
+of a token depends on them, so that `happy claude ARGS` means what `claude ARGS` means:
+
+- an option with an OPTIONAL value (``--resume``/``-r``) takes the next token as its value unless that token
+  looks like an option (longer than one character and starting with ``-``). So ``--resume fix-it`` resumes
+  "fix-it" (a session id, a name or a picker search term: Claude decides), never a prompt. A prompt after a
+  bare ``--resume`` must come first or after ``--`` (``--resume -- "prompt"``), exactly as with Claude;
+- an option with a REQUIRED value takes the next token whatever it looks like (``--system-prompt -c``);
+- short flags cluster (``-pc`` = ``-p -c``) and a short option with a value takes the rest of its token
+  (``-r<id>``);
+- ``--`` ends option parsing: everything after it passes through untouched.
+
+Session flags are parsed once into a :class:`SessionIntent`; each launch re-creates its own session flags
+from a :class:`Launch` (see :func:`launch_plan`, :func:`relaunch`), so a relaunch never repeats the user's.
+Positional tokens (the opening prompt) are tracked too: a relaunch leaves them out, or it would submit the
+opening prompt a second time.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from happy_launcher.errors import UsageError
+
+__all__ = [
+    "HELP",
+    "ClaudeArgs",
+    "HappyOptions",
+    "Launch",
+    "SessionIntent",
+    "claude_argv",
+    "launch_plan",
+    "parse_happy_claude_args",
+    "relaunch",
+]
+
+HELP = """\
+Usage: happy claude [happy options] [claude options] [prompt]
+
+Runs Claude Code and mirrors the session. Every option below is happy's own; everything else goes to
+Claude unchanged (see `claude --help`).
+
+  --happy-events PATH|-        write the session's envelopes as JSON lines to PATH (- = stdout)
+  --happy-home DIR             happy's state directory (default: $HAPPY_HOME_DIR or ~/.happy)
+  --happy-replay-existing      when resuming, also emit the envelopes of what the session already holds
+  --happy-enable-hooks         force hooks on (disableAllHooks: false) so session changes are followed even
+                               when your settings disable all hooks; re-enables your own hooks too
+  --yolo                       same as --dangerously-skip-permissions
+  -h, --help                   this help
+"""
+
+# Claude Code 2.1.329 options that take a REQUIRED value (`claude --help`, plus the hidden ones defined
+# with a value that docs or the SDK use): the next token is their value whatever it looks like, so it must
+# not be read as a flag of ours. An option not listed is taken as a flag; its value then passes through as a
+# positional (same order, same meaning on the first launch).
+# fmt: off
+_CLAUDE_VALUE_OPTIONS = frozenset({
+    "--add-dir", "--agent", "--agents", "--allowedTools", "--allowed-tools", "--append-system-prompt",
+    "--autocompact", "--betas", "--debug-file", "--disallowedTools", "--disallowed-tools", "--effort",
+    "--environment", "--fallback-model", "--file", "--input-format", "--json-schema", "--max-budget-usd",
+    "--mcp-config", "--model", "--name", "--output-format", "--permission-mode", "--permission-prompts",
+    "--plugin-dir", "--plugin-url", "--remote-control-session-name-prefix", "--setting-sources",
+    "--system-prompt", "--system-prompt-snapshot", "--tools", "--append-system-prompt-file",
+    "--system-prompt-file", "--permission-prompt-tool", "--max-turns", "--max-thinking-tokens",
+    "--resume-session-at",
+})
+
+# Variadic ones among them: after `--opt v1`, commander keeps taking tokens until one looks like an option
+# (`--add-dir a b "fix it"` makes "fix it" a directory, not a prompt). The `--opt=v` form does not.
+_CLAUDE_VARIADIC = frozenset({
+    "--add-dir", "--allowedTools", "--allowed-tools", "--betas", "--disallowedTools", "--disallowed-tools",
+    "--file", "--mcp-config", "--tools",
+})
+
+# Options with an OPTIONAL value (besides --resume): the next token is theirs unless it looks like an option.
+_CLAUDE_OPTIONAL_VALUE = frozenset({
+    "--cloud", "--debug", "--from-pr", "--prompt-suggestions", "--remote-control", "--teleport", "--worktree",
+})
+
+# Short flags of Claude, for splitting clusters like -pc: "bool", "optional" (value) or "required" (value).
+_CLAUDE_SHORT = MappingProxyType({
+    "c": "bool", "p": "bool", "h": "bool", "v": "bool", "d": "optional", "r": "optional", "w": "optional",
+    "n": "required",
+})
+
+# happy's own flags: name -> takes a value.
+_HAPPY_FLAGS = MappingProxyType({
+    "--happy-events": True, "--happy-home": True, "--happy-replay-existing": False,
+    "--happy-enable-hooks": False,
+})
+# fmt: on
+
+
+@dataclass(frozen=True)
+class HappyOptions:
+    """happy's own options (``--happy-*``, ``--help``)."""
+
+    events: str | None = None  # --happy-events PATH|-  ("-" = stdout)
+    home: Path | None = None  # --happy-home DIR
+    replay_existing: bool = False  # --happy-replay-existing
+    enable_hooks: bool = False  # --happy-enable-hooks: overlay sets disableAllHooks=false
+    show_help: bool = False  # --help / -h: happy's help, which points to `claude --help`
+
+
+@dataclass(frozen=True)
+class SessionIntent:
+    """What the user asked for, session-wise, parsed once at start."""
+
+    kind: Literal["fresh", "resume", "continue"] = "fresh"
+    # --resume's value: a session id, a session name or a picker search term; None = bare --resume (picker).
+    resume_id: str | None = None
+    # The user's own --session-id: the id of the fresh session, or of the new session when forking.
+    session_id: str | None = None
+    fork: bool = False  # --fork-session (only with resume/continue; Claude ignores it otherwise, so do we)
+
+
+@dataclass(frozen=True)
+class ClaudeArgs:
+    """The parsed `happy claude` argv."""
+
+    passthrough: tuple[str, ...]  # to Claude, in order, minus session/happy flags and --settings
+    user_settings: str | None  # the user's --settings value (a path or inline JSON), merged into our overlay
+    intent: SessionIntent = field(default_factory=SessionIntent)
+    options: HappyOptions = field(default_factory=HappyOptions)
+    headless: bool = False  # -p/--print given (stays in passthrough)
+    # Indexes in `passthrough` of positional tokens (the prompt; `--` and all after it): the first launch
+    # sends them, a relaunch must not (it would submit the opening prompt again).
+    prompt_positions: tuple[int, ...] = ()
+
+    @property
+    def prompt(self) -> tuple[str, ...]:
+        """The positional tokens (normally one: the opening prompt), without ``--``."""
+        return tuple(self.passthrough[i] for i in self.prompt_positions if self.passthrough[i] != "--")
+
+    @property
+    def relaunch_passthrough(self) -> tuple[str, ...]:
+        """``passthrough`` without the positional tokens."""
+        skip = set(self.prompt_positions)
+        return tuple(t for i, t in enumerate(self.passthrough) if i not in skip)
+
+
+@dataclass
+class _Builder:
+    """Mutable state of one parse (local to the call)."""
+
+    passthrough: list[str] = field(default_factory=list)
+    settings: str | None = None
+    resume: bool = False
+    resume_id: str | None = None
+    cont: bool = False
+    session_id: str | None = None
+    fork: bool = False
+    headless: bool = False
+    happy: dict[str, str | bool] = field(default_factory=dict)
+    prompt_positions: list[int] = field(default_factory=list)
+    variadic: bool = False  # the last option was variadic: plain tokens are its values
+
+    def positional(self, tokens: Sequence[str]) -> None:
+        start = len(self.passthrough)
+        self.passthrough.extend(tokens)
+        self.prompt_positions.extend(range(start, len(self.passthrough)))
+
+
+def _looks_like_option(token: str) -> bool:
+    # commander's maybeOption(): "-" alone is a value (stdin/stdout), "-x" and "--x" are options.
+    return len(token) > 1 and token.startswith("-")
+
+
+def _required_value(argv: Sequence[str], i: int, name: str) -> str:
+    if i + 1 >= len(argv):
+        raise UsageError(f"{name} needs a value")
+    return argv[i + 1]
+
+
+def _happy_flag(b: _Builder, name: str, value: str | None, argv: Sequence[str], i: int) -> int:
+    """Handle ``--happy-*`` at ``argv[i]`` (``value`` from ``--x=value``); returns the next index."""
+    if name not in _HAPPY_FLAGS:
+        known = ", ".join(_HAPPY_FLAGS)
+        raise UsageError(f"unknown option {name}: happy's options are {known} (see `happy claude --help`)")
+    if not _HAPPY_FLAGS[name]:
+        if value is not None:
+            raise UsageError(f"{name} takes no value")
+        b.happy[name] = True
+        return i + 1
+    step = 1
+    if value is None:
+        if i + 1 >= len(argv) or _looks_like_option(argv[i + 1]):
+            raise UsageError(f"{name} needs a value")
+        value, step = argv[i + 1], 2
+    if not value:
+        raise UsageError(f"{name} needs a non-empty value")
+    b.happy[name] = value
+    return i + step
+
+
+def _long(b: _Builder, argv: Sequence[str], i: int) -> int:
+    """Handle the ``--long`` option at ``argv[i]``; returns the next index."""
+    token = argv[i]
+    name, eq, attached = token.partition("=")
+    value = attached if eq else None
+    if name.startswith("--happy-"):
+        return _happy_flag(b, name, value, argv, i)
+    if token == "--yolo":
+        b.passthrough.append("--dangerously-skip-permissions")
+    elif token == "--help":
+        b.happy["--help"] = True
+    elif token == "--continue":
+        b.cont = True
+    elif token == "--fork-session":
+        b.fork = True
+    elif name == "--resume":
+        if value is None and i + 1 < len(argv) and not _looks_like_option(argv[i + 1]):
+            value, i = argv[i + 1], i + 1
+        b.resume, b.resume_id = True, value or None
+    elif name in ("--session-id", "--settings"):
+        if value is None:
+            value, i = _required_value(argv, i, name), i + 1
+        if name == "--settings":
+            b.settings = value  # given twice: the last one counts, as in Claude
+        else:
+            b.session_id = value
+    elif name in _CLAUDE_VALUE_OPTIONS and value is None:
+        b.passthrough.extend([token, _required_value(argv, i, name)])
+        b.variadic = name in _CLAUDE_VARIADIC
+        return i + 2
+    elif name in _CLAUDE_OPTIONAL_VALUE and value is None:
+        return _optional_value(b, [token], argv, i)
+    else:
+        b.headless = b.headless or token == "--print"
+        b.passthrough.append(token)
+    return i + 1
+
+
+def _short(b: _Builder, argv: Sequence[str], i: int) -> int:
+    """Handle ``-x`` or a cluster ``-xyz`` at ``argv[i]``; returns the next index."""
+    letters = argv[i][1:]
+    if not _known_cluster(letters):
+        b.passthrough.append(argv[i])  # unknown to us: Claude will judge it
+        return i + 1
+    for pos, ch in enumerate(letters):
+        kind = _CLAUDE_SHORT[ch]
+        if kind != "bool":
+            return _short_with_value(b, ch, letters[pos + 1 :], argv, i)
+        if ch == "c":
+            b.cont = True
+        elif ch == "h":
+            b.happy["--help"] = True
+        else:
+            b.headless = b.headless or ch == "p"
+            b.passthrough.append(f"-{ch}")
+    return i + 1
+
+
+def _short_with_value(b: _Builder, ch: str, rest: str, argv: Sequence[str], i: int) -> int:
+    """A short option that takes a value: the rest of its token is the value (commander), else maybe the
+    next token. Returns the next index."""
+    kind = _CLAUDE_SHORT[ch]
+    if ch == "r":
+        if not rest and i + 1 < len(argv) and not _looks_like_option(argv[i + 1]):
+            rest, i = argv[i + 1], i + 1
+        b.resume, b.resume_id = True, rest or None
+    elif rest:
+        b.passthrough.append(f"-{ch}{rest}")
+    elif kind == "required":
+        b.passthrough.extend([f"-{ch}", _required_value(argv, i, f"-{ch}")])
+        i += 1
+    else:
+        return _optional_value(b, [f"-{ch}"], argv, i)
+    return i + 1
+
+
+def _optional_value(b: _Builder, kept: list[str], argv: Sequence[str], i: int) -> int:
+    """Pass ``kept`` (an option with an optional value) through with the next token as its value unless
+    that token looks like an option, as commander does. Returns the next index."""
+    if i + 1 < len(argv) and not _looks_like_option(argv[i + 1]):
+        kept.append(argv[i + 1])
+        i += 1
+    b.passthrough.extend(kept)
+    return i + 1
+
+
+def _known_cluster(letters: str) -> bool:
+    """Whether every letter of ``-xyz`` up to (and including) the first value-taking one is a short flag
+    we know; the rest of the token is then that option's value."""
+    for ch in letters:
+        if ch not in _CLAUDE_SHORT:
+            return False
+        if _CLAUDE_SHORT[ch] != "bool":
+            return True
+    return True
+
+
+def _intent(b: _Builder) -> SessionIntent:
+    if b.resume and b.cont:
+        raise UsageError("--resume and --continue can't be combined: use one of them")
+    kind: Literal["fresh", "resume", "continue"] = "resume" if b.resume else "continue" if b.cont else "fresh"
+    if b.session_id is not None:
+        if not _is_uuid(b.session_id):
+            raise UsageError(f"--session-id {b.session_id!r} is not a valid UUID (like {uuid.uuid4()})")
+        if kind != "fresh" and not b.fork:
+            raise UsageError(f"--session-id with --{kind} also needs --fork-session")
+    return SessionIntent(
+        kind=kind, resume_id=b.resume_id, session_id=b.session_id, fork=b.fork and kind != "fresh"
+    )
+
+
+def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
+    """Parse the arguments after `happy claude`. Raises :class:`UsageError` on a bad command line."""
+    b = _Builder()
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            b.positional(argv[i:])
+            break
+        if not _looks_like_option(token):
+            if b.variadic:
+                b.passthrough.append(token)
+            else:
+                b.positional([token])
+            i += 1
+            continue
+        b.variadic = False
+        i = _long(b, argv, i) if token.startswith("--") else _short(b, argv, i)
+    events, home = b.happy.get("--happy-events"), b.happy.get("--happy-home")
+    options = HappyOptions(
+        events=events if isinstance(events, str) else None,
+        home=Path(home).expanduser() if isinstance(home, str) else None,
+        replay_existing=bool(b.happy.get("--happy-replay-existing")),
+        enable_hooks=bool(b.happy.get("--happy-enable-hooks")),
+        show_help=bool(b.happy.get("--help")),
+    )
+    return ClaudeArgs(
+        passthrough=tuple(b.passthrough),
+        user_settings=b.settings,
+        intent=_intent(b),
+        options=options,
+        headless=b.headless,
+        prompt_positions=tuple(b.prompt_positions),
+    )
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The session flags of ONE launch of Claude."""
+
+    mode: Literal["new", "resume", "continue"]
+    # mode "resume": what to resume (an id, a name or a search term); None opens Claude's picker.
+    target: str | None = None
+    # --session-id: the id the launched session gets (a new session, or the new session of a fork).
+    session_id: str | None = None
+    fork: bool = False
+    with_prompt: bool = True  # send the user's opening prompt (first launch only)
+
+    @property
+    def expected_session_id(self) -> str | None:
+        """The session id Claude will run under, when it is known before launch (else: learn it from
+        the SessionStart hook). Resuming by uuid without forking keeps the id (Claude 2.1.329)."""
+        if self.session_id is not None:
+            return self.session_id
+        if self.mode == "resume" and not self.fork and self.target is not None and _is_uuid(self.target):
+            return self.target
+        return None
+
+
+def _is_uuid(value: str) -> bool:
+    """A uuid in the canonical 8-4-4-4-12 form (Python also accepts braces, urn: and no dashes)."""
+    try:
+        return str(uuid.UUID(value)) == value.lower()
+    except ValueError:
+        return False
+
+
+def _uuid4() -> str:
+    return str(uuid.uuid4())
+
+
+def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = _uuid4) -> Launch:
+    """The first launch for ``intent``. A new session (fresh, or a fork) gets a pre-assigned id (the user's
+    --session-id, else ``new_id()``) so its id is known before Claude starts."""
+    if intent.kind == "fresh":
+        return Launch("new", session_id=intent.session_id or new_id())
+    new_session = (intent.session_id or new_id()) if intent.fork else None
+    if intent.kind == "continue":
+        return Launch("continue", session_id=new_session, fork=intent.fork)
+    return Launch("resume", target=intent.resume_id, session_id=new_session, fork=intent.fork)
+
+
+def relaunch(session_id: str) -> Launch:
+    """A later launch of the same session: plain ``--resume <id>``, never the user's original session
+    flags nor the opening prompt."""
+    return Launch("resume", target=session_id, with_prompt=False)
+
+
+def claude_argv(
+    binary: str | os.PathLike[str], args: ClaudeArgs, launch: Launch, *, settings: str
+) -> list[str]:
+    """The full argv of one launch: binary, session flags, ONE ``--settings``, then the passthrough.
+
+    Session flags come first and are followed by ``--settings``, so a bare ``--resume`` can never take a
+    passthrough token as its value.
+    """
+    argv = [os.fspath(binary)]
+    if launch.mode == "resume":
+        if launch.target is None:
+            argv.append("--resume")
+        elif _looks_like_option(launch.target):
+            argv.append(f"--resume={launch.target}")  # "--resume -x" would open the picker, not resume "-x"
+        else:
+            argv.extend(["--resume", launch.target])
+    elif launch.mode == "continue":
+        argv.append("--continue")
+    if launch.fork:
+        argv.append("--fork-session")
+    if launch.session_id is not None:
+        argv.extend(["--session-id", launch.session_id])
+    argv.extend(["--settings", settings])
+    argv.extend(args.passthrough if launch.with_prompt else args.relaunch_passthrough)
+    return argv

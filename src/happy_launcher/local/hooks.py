@@ -1,0 +1,214 @@
+"""The ``--settings`` overlay that installs happy's SessionStart hook, and the channel the hook writes to.
+
+Claude honours only the last ``--settings`` (claude-offline.md §6), so the user's own ``--settings`` is merged
+into ours: per-event hook arrays are concatenated, every other key is kept. The hook appends each payload
+to a private events file; the launcher tails that file (``claude/``) and parses lines with
+:func:`parse_hook_line`.
+
+``disableAllHooks``: in Claude 2.1.329 it is all-or-nothing (verified): ``true`` from any settings source
+disables the overlay's hooks too, and an overlay ``false`` re-enables EVERY hook, the user's global and
+project ones included. The overlay therefore leaves the user's choice alone by default (re-running hooks a
+user switched off, with their side effects, is worse than happy not following ``/clear``; the launcher can
+tell, since no SessionStart event arrives), and forces ``false`` only when asked (``--happy-enable-hooks``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import orjson
+
+from happy_launcher.errors import InputFileError, UsageError
+
+__all__ = [
+    "HOOK_TIMEOUT_S",
+    "HookChannel",
+    "HookEvent",
+    "build_settings_overlay",
+    "hook_command",
+    "parse_hook_line",
+]
+
+# Seconds before Claude kills our hook. It never blocks on its own (one small append), but a stuck
+# filesystem must not hold up the first prompt, which waits for SessionStart hooks.
+HOOK_TIMEOUT_S = 5
+
+
+def hook_command(events_path: Path) -> str:
+    """The shell command of our hook: append the payload (stdin) to ``events_path`` as one line.
+
+    - ``echo`` before and after: each payload lands on a line of its own even if an earlier run was killed
+      mid-write; Claude's payload is single-line JSON ending in a newline, so blank lines separate records.
+    - ``2>/dev/null`` BEFORE the redirection silences "No such file" when the launcher (and its directory)
+      is gone; ``|| cat >/dev/null`` then still drains stdin, and ``exit 0`` keeps Claude's hook status clean.
+    - Nothing goes to stdout: a SessionStart hook's stdout would be added to Claude's context.
+    Cost: ~3 ms per run (one ``sh`` and one ``cat``).
+    """
+    target = shlex.quote(os.fspath(events_path))
+    return f"{{ echo; cat; echo; }} 2>/dev/null >>{target} || cat >/dev/null 2>&1; exit 0"
+
+
+class HookChannel:
+    """A private directory (0700) holding the events file (0600) our hook appends to, and the overlay file.
+
+    ``HookChannel(runtime_dir)`` creates ``<runtime_dir>/<pid>-<random>/``; :meth:`close` (or leaving the
+    ``with`` block, on any exit path) removes it. Closing twice is harmless.
+    """
+
+    EVENTS_NAME = "hook-events.jsonl"
+    SETTINGS_NAME = "settings.json"
+
+    def __init__(self, runtime_dir: Path) -> None:
+        runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # mkdtemp creates the directory 0700 atomically with a unique name: no race with another launcher.
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=runtime_dir))
+        self._closed = False
+        try:
+            self.events_path = self.dir / self.EVENTS_NAME
+            _write_private(self.events_path, b"")
+            self.command = hook_command(self.events_path)
+        except BaseException:
+            self.close()
+            raise
+
+    def write_settings(self, user_settings: str | None, *, cwd: Path, enable_all_hooks: bool = False) -> Path:
+        """Build the overlay (see :func:`build_settings_overlay`), write it to a 0600 file in the channel
+        and return its path, the value for Claude's one ``--settings`` (a file: no huge inline argument
+        in ``ps``, no quoting issues)."""
+        text = build_settings_overlay(user_settings, self.command, cwd=cwd, enable_all_hooks=enable_all_hooks)
+        path = self.dir / self.SETTINGS_NAME
+        _write_private(path, text.encode())
+        return path
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (replacing it) with mode 0600 whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _load_user_settings(user_settings: str, cwd: Path) -> tuple[dict[str, Any], str]:
+    """The user's ``--settings`` value as a dict, and where it came from (for messages): inline JSON
+    (starts with ``{``, Claude's own rule) or a path relative to ``cwd``."""
+    if user_settings.lstrip().startswith("{"):
+        source, raw = "--settings JSON", user_settings.encode()
+    else:
+        path = cwd / Path(user_settings).expanduser()
+        source = f"--settings file {path}"
+        try:
+            raw = path.read_bytes()
+        except OSError as e:
+            raise InputFileError(
+                f"{source} can't be read ({e.strerror}): fix the path or drop --settings"
+            ) from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise UsageError(f"{source} is not valid JSON ({e}): fix it or drop --settings") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{source} must be a JSON object, not {type(data).__name__}")
+    return data, source
+
+
+def _merged_hooks(user: dict[str, Any], ours: Mapping[str, list[Any]], source: str) -> dict[str, Any]:
+    user_hooks = user.get("hooks", {})
+    if not isinstance(user_hooks, dict):
+        raise UsageError(f'{source}: "hooks" must be an object of event name -> list of matchers')
+    merged = dict(user_hooks)
+    for event, entries in ours.items():
+        existing = merged.get(event, [])
+        if not isinstance(existing, list):
+            raise UsageError(f'{source}: "hooks.{event}" must be a list of matchers')
+        merged[event] = [*existing, *entries]  # the user's hooks keep running, ours come last
+    return merged
+
+
+def build_settings_overlay(
+    user_settings: str | None, hook_command: str, *, cwd: Path, enable_all_hooks: bool = False
+) -> str:
+    """The JSON text of the ONE ``--settings`` to pass: the user's settings plus our SessionStart hook.
+
+    ``user_settings`` is the user's own ``--settings`` value (inline JSON or a path, relative to ``cwd``);
+    unreadable or invalid → :class:`UsageError`, never silently dropped. ``enable_all_hooks`` forces
+    ``"disableAllHooks": false`` (see the module docstring for why that is not the default).
+    """
+    settings: dict[str, Any] = {}
+    source = "--settings"
+    if user_settings is not None:
+        settings, source = _load_user_settings(user_settings, cwd)
+    ours = {
+        "SessionStart": [{"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}]
+    }
+    settings["hooks"] = _merged_hooks(settings, ours, source)
+    if enable_all_hooks:
+        settings["disableAllHooks"] = False
+    return orjson.dumps(settings).decode()
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    """One hook payload. Every payload has ``session_id``, ``transcript_path``, ``cwd`` and
+    ``hook_event_name``; SessionStart adds ``source`` (startup/resume/clear/compact/fork)."""
+
+    hook_event_name: str
+    session_id: str
+    transcript_path: Path | None = None
+    source: str | None = None
+    cwd: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def parse_hook_line(line: bytes) -> HookEvent | None:
+    """Parse one line of the events file; blank, partial or malformed lines give None (never raise)."""
+    line = line.strip()
+    if not line:
+        return None
+    with contextlib.suppress(orjson.JSONDecodeError):
+        data = orjson.loads(line)
+        if not isinstance(data, dict):
+            return None
+        name, session_id = _opt_str(data, "hook_event_name"), _opt_str(data, "session_id")
+        if name is None or session_id is None:
+            return None
+        transcript = _opt_str(data, "transcript_path")
+        return HookEvent(
+            hook_event_name=name,
+            session_id=session_id,
+            transcript_path=Path(transcript) if transcript else None,
+            source=_opt_str(data, "source"),
+            cwd=_opt_str(data, "cwd"),
+            raw=data,
+        )
+    return None

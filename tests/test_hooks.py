@@ -1,0 +1,284 @@
+"""The --settings overlay, the hook channel and hook payload parsing (plus one run of the real Claude)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from happy_launcher.errors import InputFileError, UsageError
+from happy_launcher.local.args import claude_argv, launch_plan, parse_happy_claude_args, relaunch
+from happy_launcher.local.hooks import (
+    HOOK_TIMEOUT_S,
+    HookChannel,
+    HookEvent,
+    build_settings_overlay,
+    hook_command,
+    parse_hook_line,
+)
+
+CMD = "our-hook"
+OURS = {"hooks": [{"type": "command", "command": CMD, "timeout": HOOK_TIMEOUT_S}]}
+
+
+def overlay(user: str | None, cwd: Path, **kw: Any) -> dict[str, Any]:
+    data = json.loads(build_settings_overlay(user, CMD, cwd=cwd, **kw))
+    assert isinstance(data, dict)
+    return data
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# -- overlay ----------------------------------------------------------------------------------------
+
+
+def test_overlay_without_user_settings(tmp_path: Path) -> None:
+    assert overlay(None, tmp_path) == {"hooks": {"SessionStart": [OURS]}}
+
+
+def test_overlay_keeps_user_hooks_and_settings(tmp_path: Path) -> None:
+    user_start = {"matcher": "startup", "hooks": [{"type": "command", "command": "u1"}]}
+    user_stop = {"hooks": [{"type": "command", "command": "u2"}]}
+    user = {
+        "model": "m",
+        "env": {"A": "1"},
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {"SessionStart": [user_start], "Stop": [user_stop]},
+    }
+    assert overlay(json.dumps(user), tmp_path) == {
+        "model": "m",
+        "env": {"A": "1"},
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {"SessionStart": [user_start, OURS], "Stop": [user_stop]},
+    }
+
+
+def test_overlay_reads_a_path_relative_to_cwd(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "s.json").write_text('{"model": "rel"}')
+    assert overlay("conf/s.json", tmp_path)["model"] == "rel"
+    assert overlay(str(tmp_path / "conf" / "s.json"), Path("/"))["model"] == "rel"
+
+
+def test_overlay_leaves_disable_all_hooks_to_the_user_unless_asked(tmp_path: Path) -> None:
+    assert "disableAllHooks" not in overlay(None, tmp_path)
+    assert overlay('{"disableAllHooks": true}', tmp_path)["disableAllHooks"] is True
+    assert overlay('{"disableAllHooks": true}', tmp_path, enable_all_hooks=True)["disableAllHooks"] is False
+    assert overlay(None, tmp_path, enable_all_hooks=True)["disableAllHooks"] is False
+
+
+@pytest.mark.parametrize(
+    ("user", "message"),
+    [
+        ("missing.json", "can't be read"),
+        ("{not json", "not valid JSON"),
+        ("bad.json", "not valid JSON"),
+        ("list.json", "must be a JSON object"),
+        ('{"hooks": []}', '"hooks" must be an object'),
+        ('{"hooks": {"SessionStart": {}}}', "hooks.SessionStart"),
+    ],
+)
+def test_invalid_user_settings_are_a_usage_error(tmp_path: Path, user: str, message: str) -> None:
+    (tmp_path / "bad.json").write_text("{,}")
+    (tmp_path / "list.json").write_text("[1]")
+    with pytest.raises(UsageError, match=message) as info:
+        build_settings_overlay(user, CMD, cwd=tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(InputFileError, match=str(tmp_path / "nope.json")):
+        build_settings_overlay("nope.json", CMD, cwd=tmp_path)
+
+
+# -- channel ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """A permissive umask, so the modes checked below are our doing."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.usefixtures("open_umask")
+def test_channel_files_are_private(tmp_path: Path) -> None:
+    with HookChannel(tmp_path / "run") as channel:
+        assert channel.dir.parent == tmp_path / "run"
+        assert channel.dir.name.startswith(f"{os.getpid()}-")
+        assert mode(channel.dir) == 0o700
+        assert mode(channel.events_path) == 0o600
+        assert channel.events_path.read_bytes() == b""
+        settings = channel.write_settings('{"model": "m"}', cwd=tmp_path)
+        assert settings.parent == channel.dir
+        assert mode(settings) == 0o600
+        data = json.loads(settings.read_text())
+        assert data["model"] == "m"
+        assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"] == channel.command
+
+
+def test_channel_is_removed_on_close_and_close_is_idempotent(tmp_path: Path) -> None:
+    channel = HookChannel(tmp_path)
+    channel.write_settings(None, cwd=tmp_path)
+    channel.close()
+    assert not channel.dir.exists()
+    channel.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_channel_is_removed_on_exception(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), HookChannel(tmp_path) as channel:
+        channel.events_path.write_text("x\n")
+        raise RuntimeError("boom")
+    assert not channel.dir.exists()
+
+
+def test_bad_user_settings_leave_no_overlay(tmp_path: Path) -> None:
+    with HookChannel(tmp_path / "run") as channel:
+        with pytest.raises(UsageError):
+            channel.write_settings("{oops", cwd=tmp_path)
+        assert not (channel.dir / HookChannel.SETTINGS_NAME).exists()
+
+
+def test_two_channels_do_not_collide(tmp_path: Path) -> None:
+    with HookChannel(tmp_path) as a, HookChannel(tmp_path) as b:
+        assert a.dir != b.dir
+
+
+# -- the hook command, run by a real shell -----------------------------------------------------------
+
+
+def run_hook(command: str, payload: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["/bin/sh", "-c", command], input=payload, capture_output=True, timeout=10)
+
+
+def test_hook_command_appends_one_payload_per_line(tmp_path: Path) -> None:
+    events = tmp_path / "dir with 'quotes' and $x" / "events.jsonl"
+    events.parent.mkdir()
+    events.write_bytes(b'{"partial')  # a run killed mid-write must not swallow the next payload
+    command = hook_command(events)
+    payloads = [
+        b'{"session_id":"a","hook_event_name":"SessionStart"}\n',
+        b'{"session_id":"b","hook_event_name":"X"}',
+    ]
+    for p in payloads:
+        done = run_hook(command, p)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    parsed = [parse_hook_line(line) for line in events.read_bytes().splitlines()]
+    assert [e.session_id for e in parsed if e is not None] == ["a", "b"]
+
+
+def test_hook_command_never_fails_when_the_launcher_is_gone(tmp_path: Path) -> None:
+    command = hook_command(tmp_path / "gone" / "events.jsonl")
+    done = run_hook(command, b'{"session_id":"a"}\n' * 10_000)  # more than a pipe buffer: stdin is drained
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert not (tmp_path / "gone").exists()
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+
+def test_parse_hook_line() -> None:
+    raw = {
+        "session_id": "s1",
+        "transcript_path": "/p/s1.jsonl",
+        "cwd": "/p",
+        "hook_event_name": "SessionStart",
+        "source": "clear",
+        "extra": [1],
+    }
+    event = parse_hook_line(json.dumps(raw).encode() + b"\r\n")
+    assert event == HookEvent("SessionStart", "s1", Path("/p/s1.jsonl"), "clear", "/p")
+    assert event is not None and event.raw == raw
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"",
+        b"   \n",
+        b"{",
+        b"[]",
+        b"42",
+        b'{"hook_event_name": "X"}',
+        b'{"session_id": "s"}',
+        b'{"session_id": 1, "hook_event_name": "X"}',
+        b"\xff\xfe",
+    ],
+)
+def test_parse_hook_line_is_tolerant(line: bytes) -> None:
+    assert parse_hook_line(line) is None
+
+
+def test_parse_hook_line_ignores_ill_typed_optional_fields() -> None:
+    event = parse_hook_line(
+        b'{"session_id": "s", "hook_event_name": "Stop", "transcript_path": 3, "source": null}'
+    )
+    assert event == HookEvent("Stop", "s")
+
+
+# -- the real Claude --------------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(30)
+def test_real_claude_runs_our_hook_and_the_users(tmp_path: Path) -> None:
+    from tests.support.claude_env import make_claude_env
+    from tests.support.fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        cenv = make_claude_env(tmp_path / "claude", fake.url)
+        user_log = tmp_path / "user-hook.jsonl"
+        user_hook = {"type": "command", "command": f"cat >> '{user_log}'; echo >> '{user_log}'"}
+        (cenv.cwd / "my-settings.json").write_text(
+            json.dumps({"hooks": {"SessionStart": [{"hooks": [user_hook]}]}})
+        )
+
+        with HookChannel(tmp_path / "run") as channel:
+            args = parse_happy_claude_args(["-p", "hi", "--settings", "my-settings.json"])
+            launch = launch_plan(args.intent)
+            settings = channel.write_settings(args.user_settings, cwd=cenv.cwd)
+            argv = claude_argv(cenv.binary, args, launch, settings=str(settings))
+            done = subprocess.run(
+                argv, cwd=cenv.cwd, env=cenv.env, capture_output=True, text=True, timeout=20
+            )
+            assert (done.returncode, done.stdout.strip()) == (0, "OK"), done.stderr
+            lines = channel.events_path.read_bytes().splitlines()
+            overlay_text = settings.read_text()
+
+        events = [e for e in map(parse_hook_line, lines) if e is not None]
+        assert [(e.hook_event_name, e.source) for e in events] == [("SessionStart", "startup")]
+        (start,) = events
+        assert start.session_id == launch.session_id
+        assert start.transcript_path == cenv.transcript_path(start.session_id)
+        assert start.transcript_path.is_file()
+        assert start.cwd == str(cenv.cwd)
+        # Observed payloads are single-line JSON: every non-blank line parsed.
+        assert len(events) == sum(1 for line in lines if line.strip())
+        user_events = [json.loads(line) for line in user_log.read_text().splitlines() if line.strip()]
+        assert [(u["session_id"], u["source"]) for u in user_events] == [(launch.session_id, "startup")]
+
+        # The launcher is gone (channel removed) but a Claude still runs with the overlay: nothing breaks.
+        stale = tmp_path / "stale-overlay.json"
+        stale.write_text(overlay_text)
+        assert launch.session_id is not None
+        again = claude_argv(cenv.binary, args, relaunch(launch.session_id), settings=str(stale))
+        assert again[-1] == "-p"  # the opening prompt is not repeated
+        done = subprocess.run(
+            [*again, "again"], cwd=cenv.cwd, env=cenv.env, capture_output=True, text=True, timeout=20
+        )
+        assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "OK", "")
+        assert not channel.dir.exists()
+        user_events = [json.loads(line) for line in user_log.read_text().splitlines() if line.strip()]
+        assert [u["source"] for u in user_events] == ["startup", "resume"]  # the user's hook still runs
