@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pexpect
 import pytest
 from typer.testing import CliRunner
 
@@ -102,3 +105,23 @@ def test_protocol_schema_command() -> None:
     result = runner.invoke(app, ["protocol", "schema"])
     assert result.exit_code == 0
     assert orjson.loads(result.stdout)["title"] == "Envelope"
+
+
+def test_follow_tails_new_records_and_leaves_the_turn_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, [user("u1", "hello")])
+    happy = Path(sys.executable).with_name("happy")
+    child = pexpect.spawn(str(happy), ["replay", "--follow", str(path)], timeout=10)
+    child.logfile_read = seen = io.BytesIO()
+    try:
+        child.expect(rb'"text":"hello"')
+        write_jsonl(path, [assistant("a1", {"type": "text", "text": "streamed later"})], append=True)
+        child.expect(rb'"t":"turn-start"')
+        child.expect(rb'"text":"streamed later"')
+        child.sendintr()
+        child.expect(rb"2 records -> 3 envelopes")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert b"turn-end" not in seen.getvalue()  # --follow leaves the open turn open
