@@ -7,17 +7,8 @@ from pathlib import Path
 import pytest
 
 from happy_launcher.errors import UsageError
-from happy_launcher.local.args import (
-    HELP,
-    ClaudeArgs,
-    HappyOptions,
-    Launch,
-    SessionIntent,
-    claude_argv,
-    launch_plan,
-    parse_happy_claude_args,
-    relaunch,
-)
+from happy_launcher.local.args import HELP, ClaudeArgs, HappyOptions, SessionIntent, parse_happy_claude_args
+from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
 
 SID = "0b4a5a8e-6f0e-4c39-9a43-3f1c3c2f7a11"
 SID2 = "7c1f0d2e-1111-4a2b-8c3d-4e5f60718293"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from happy_launcher.errors import InputFileError, UsageError
-from happy_launcher.local.args import claude_argv, launch_plan, parse_happy_claude_args, relaunch
+from happy_launcher.local.args import parse_happy_claude_args
 from happy_launcher.local.hooks import (
     HOOK_TIMEOUT_S,
     HookChannel,
@@ -22,6 +22,7 @@ from happy_launcher.local.hooks import (
     hook_command,
     parse_hook_line,
 )
+from happy_launcher.local.launch import claude_argv, launch_plan, relaunch
 
 CMD = "our-hook"
 OURS = {"hooks": [{"type": "command", "command": CMD, "timeout": HOOK_TIMEOUT_S}]}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.errors import UsageError
+from happy_launcher.errors import StoreConflictError, UsageError
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -20,7 +20,7 @@ from happy_launcher.protocol import (
     parse_envelope,
 )
 from happy_launcher.session.sinks import FanOut, JsonLinesSink, MemorySink, StoreSink
-from happy_launcher.session.store import SessionStore, StoreConflictError
+from happy_launcher.session.store import SessionStore
 
 TURN = "turn00000000000000000001"
 LOGGER = "happy_launcher.sinks"

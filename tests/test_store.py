@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.errors import StoreError
+from happy_launcher.errors import StoreConflictError, StoreError, StoreFullError
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -28,13 +28,8 @@ from happy_launcher.protocol import (
     TurnStartEv,
 )
 from happy_launcher.session.home import ensure_home, happy_home
-from happy_launcher.session.store import (
-    DB_NAME,
-    SCHEMA_VERSION,
-    SessionStore,
-    StoreConflictError,
-    StoreFullError,
-)
+from happy_launcher.session.store import DB_NAME, SessionStore
+from happy_launcher.session.store_db import SCHEMA_VERSION
 
 TURN = "turn00000000000000000001"
 SUB = "sub000000000000000000001"

@@ -25,3 +25,11 @@ class ClaudeNotFoundError(HappyError):
 
 class StoreError(HappyError):
     """The session store under HAPPY_HOME_DIR could not be opened or written."""
+
+
+class StoreFullError(StoreError):
+    """The disk (or the database's size limit) is full. Retrying after space is freed works."""
+
+
+class StoreConflictError(StoreError):
+    """A write contradicts the store (duplicate id, unknown session). Retrying cannot help."""

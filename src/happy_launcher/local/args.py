@@ -13,16 +13,15 @@ of a token depends on them, so that `happy claude ARGS` means what `claude ARGS`
 - ``--`` ends option parsing: everything after it passes through untouched.
 
 Session flags are parsed once into a :class:`SessionIntent`; each launch re-creates its own session flags
-from a :class:`Launch` (see :func:`launch_plan`, :func:`relaunch`), so a relaunch never repeats the user's.
+(see `local/launch.py`), so a relaunch never repeats the user's.
 Positional tokens (the opening prompt) are tracked too: a relaunch leaves them out, or it would submit the
 opening prompt a second time.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -34,12 +33,8 @@ __all__ = [
     "HELP",
     "ClaudeArgs",
     "HappyOptions",
-    "Launch",
     "SessionIntent",
-    "claude_argv",
-    "launch_plan",
     "parse_happy_claude_args",
-    "relaunch",
 ]
 
 HELP = """\
@@ -169,7 +164,7 @@ class _Builder:
         self.prompt_positions.extend(range(start, len(self.passthrough)))
 
 
-def _looks_like_option(token: str) -> bool:
+def looks_like_option(token: str) -> bool:
     # commander's maybeOption(): "-" alone is a value (stdin/stdout), "-x" and "--x" are options.
     return len(token) > 1 and token.startswith("-")
 
@@ -192,7 +187,7 @@ def _happy_flag(b: _Builder, name: str, value: str | None, argv: Sequence[str], 
         return i + 1
     step = 1
     if value is None:
-        if i + 1 >= len(argv) or _looks_like_option(argv[i + 1]):
+        if i + 1 >= len(argv) or looks_like_option(argv[i + 1]):
             raise UsageError(f"{name} needs a value")
         value, step = argv[i + 1], 2
     if not value:
@@ -217,7 +212,7 @@ def _long(b: _Builder, argv: Sequence[str], i: int) -> int:
     elif token == "--fork-session":
         b.fork = True
     elif name == "--resume":
-        if value is None and i + 1 < len(argv) and not _looks_like_option(argv[i + 1]):
+        if value is None and i + 1 < len(argv) and not looks_like_option(argv[i + 1]):
             value, i = argv[i + 1], i + 1
         b.resume, b.resume_id = True, value or None
     elif name in ("--session-id", "--settings"):
@@ -264,7 +259,7 @@ def _short_with_value(b: _Builder, ch: str, rest: str, argv: Sequence[str], i: i
     next token. Returns the next index."""
     kind = _CLAUDE_SHORT[ch]
     if ch == "r":
-        if not rest and i + 1 < len(argv) and not _looks_like_option(argv[i + 1]):
+        if not rest and i + 1 < len(argv) and not looks_like_option(argv[i + 1]):
             rest, i = argv[i + 1], i + 1
         b.resume, b.resume_id = True, rest or None
     elif rest:
@@ -280,7 +275,7 @@ def _short_with_value(b: _Builder, ch: str, rest: str, argv: Sequence[str], i: i
 def _optional_value(b: _Builder, kept: list[str], argv: Sequence[str], i: int) -> int:
     """Pass ``kept`` (an option with an optional value) through with the next token as its value unless
     that token looks like an option, as commander does. Returns the next index."""
-    if i + 1 < len(argv) and not _looks_like_option(argv[i + 1]):
+    if i + 1 < len(argv) and not looks_like_option(argv[i + 1]):
         kept.append(argv[i + 1])
         i += 1
     b.passthrough.extend(kept)
@@ -303,7 +298,7 @@ def _intent(b: _Builder) -> SessionIntent:
         raise UsageError("--resume and --continue can't be combined: use one of them")
     kind: Literal["fresh", "resume", "continue"] = "resume" if b.resume else "continue" if b.cont else "fresh"
     if b.session_id is not None:
-        if not _is_uuid(b.session_id):
+        if not is_uuid(b.session_id):
             raise UsageError(f"--session-id {b.session_id!r} is not a valid UUID (like {uuid.uuid4()})")
         if kind != "fresh" and not b.fork:
             raise UsageError(f"--session-id with --{kind} also needs --fork-session")
@@ -321,7 +316,7 @@ def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
         if token == "--":
             b.positional(argv[i:])
             break
-        if not _looks_like_option(token):
+        if not looks_like_option(token):
             if b.variadic:
                 b.passthrough.append(token)
             else:
@@ -348,80 +343,9 @@ def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
     )
 
 
-@dataclass(frozen=True)
-class Launch:
-    """The session flags of ONE launch of Claude."""
-
-    mode: Literal["new", "resume", "continue"]
-    # mode "resume": what to resume (an id, a name or a search term); None opens Claude's picker.
-    target: str | None = None
-    # --session-id: the id the launched session gets (a new session, or the new session of a fork).
-    session_id: str | None = None
-    fork: bool = False
-    with_prompt: bool = True  # send the user's opening prompt (first launch only)
-
-    @property
-    def expected_session_id(self) -> str | None:
-        """The session id Claude will run under, when it is known before launch (else: learn it from
-        the SessionStart hook). Resuming by uuid without forking keeps the id (Claude 2.1.329)."""
-        if self.session_id is not None:
-            return self.session_id
-        if self.mode == "resume" and not self.fork and self.target is not None and _is_uuid(self.target):
-            return self.target
-        return None
-
-
-def _is_uuid(value: str) -> bool:
+def is_uuid(value: str) -> bool:
     """A uuid in the canonical 8-4-4-4-12 form (Python also accepts braces, urn: and no dashes)."""
     try:
         return str(uuid.UUID(value)) == value.lower()
     except ValueError:
         return False
-
-
-def _uuid4() -> str:
-    return str(uuid.uuid4())
-
-
-def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = _uuid4) -> Launch:
-    """The first launch for ``intent``. A new session (fresh, or a fork) gets a pre-assigned id (the user's
-    --session-id, else ``new_id()``) so its id is known before Claude starts."""
-    if intent.kind == "fresh":
-        return Launch("new", session_id=intent.session_id or new_id())
-    new_session = (intent.session_id or new_id()) if intent.fork else None
-    if intent.kind == "continue":
-        return Launch("continue", session_id=new_session, fork=intent.fork)
-    return Launch("resume", target=intent.resume_id, session_id=new_session, fork=intent.fork)
-
-
-def relaunch(session_id: str) -> Launch:
-    """A later launch of the same session: plain ``--resume <id>``, never the user's original session
-    flags nor the opening prompt."""
-    return Launch("resume", target=session_id, with_prompt=False)
-
-
-def claude_argv(
-    binary: str | os.PathLike[str], args: ClaudeArgs, launch: Launch, *, settings: str
-) -> list[str]:
-    """The full argv of one launch: binary, session flags, ONE ``--settings``, then the passthrough.
-
-    Session flags come first and are followed by ``--settings``, so a bare ``--resume`` can never take a
-    passthrough token as its value.
-    """
-    argv = [os.fspath(binary)]
-    if launch.mode == "resume":
-        if launch.target is None:
-            argv.append("--resume")
-        elif _looks_like_option(launch.target):
-            argv.append(f"--resume={launch.target}")  # "--resume -x" would open the picker, not resume "-x"
-        else:
-            argv.extend(["--resume", launch.target])
-    elif launch.mode == "continue":
-        argv.append("--continue")
-    if launch.fork:
-        argv.append("--fork-session")
-    if launch.session_id is not None:
-        argv.extend(["--session-id", launch.session_id])
-    argv.extend(["--settings", settings])
-    argv.extend(args.passthrough if launch.with_prompt else args.relaunch_passthrough)
-    return argv

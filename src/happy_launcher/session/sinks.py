@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from happy_launcher.errors import StoreError, UsageError
+from happy_launcher.errors import StoreConflictError, StoreError, UsageError
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.store import SessionStore, StoreConflictError
+from happy_launcher.session.store import SessionStore
 
 _LOG = logging.getLogger("happy_launcher.sinks")
 DEFAULT_BACKLOG_LIMIT = 10_000

@@ -9,7 +9,6 @@ the launcher (the case that matters) though not necessarily a power cut, and cos
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,44 +16,21 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from happy_launcher.errors import StoreError
+from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope, parse_envelope
 from happy_launcher.session.home import HOME_ENV, ensure_home
+from happy_launcher.session.store_db import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    create_private,
+    next_seq,
+    require_session,
+    store_error,
+    update_session,
+)
 
 DB_NAME = "sessions.db"
 _LOG = logging.getLogger("happy_launcher.store")
-
-
-class StoreFullError(StoreError):
-    """The disk (or the database's size limit) is full. Retrying after space is freed works."""
-
-
-class StoreConflictError(StoreError):
-    """A write contradicts the store (duplicate id, unknown session). Retrying cannot help."""
-
-
-# _MIGRATIONS[v] takes a database from schema version v to v + 1 (PRAGMA user_version).
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY, claude_session_id TEXT, cwd TEXT NOT NULL,
-            started_at INTEGER NOT NULL, ended_at INTEGER, status TEXT NOT NULL, mapper_state TEXT)""",
-        """CREATE TABLE claude_sessions (
-            happy_session TEXT NOT NULL, claude_session_id TEXT NOT NULL, transcript_path TEXT,
-            source TEXT NOT NULL, seen_at INTEGER NOT NULL)""",
-        "CREATE INDEX claude_sessions_by_id ON claude_sessions (claude_session_id, seen_at)",
-        """CREATE TABLE envelopes (
-            session TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL UNIQUE,
-            time INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (session, seq))""",
-        """CREATE TABLE processed_keys (
-            session TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (session, key)) WITHOUT ROWID""",
-        """CREATE TABLE inbound (
-            session TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL UNIQUE, time INTEGER NOT NULL,
-            body BLOB NOT NULL, delivered_at INTEGER, PRIMARY KEY (session, seq))""",
-        "CREATE INDEX inbound_pending ON inbound (session, seq) WHERE delivered_at IS NULL",
-    ),
-)
-SCHEMA_VERSION = len(_MIGRATIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +66,12 @@ class SessionStore:
     def open(cls, home: Path, *, busy_timeout: float = 5.0) -> SessionStore:
         """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600."""
         path = ensure_home(home) / DB_NAME
-        _create_private(path)
+        create_private(path)
         try:
             # isolation_level=None: we issue BEGIN IMMEDIATE ourselves (see `_write`).
             conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise _store_error(path, exc) from exc
+            raise store_error(path, exc) from exc
         store = cls(conn, path)
         try:
             store._setup()
@@ -123,7 +99,7 @@ class SessionStore:
                     f"{self.path} was written by a newer happy (schema {version}, this one knows "
                     f"{SCHEMA_VERSION}): upgrade happy or set {HOME_ENV} to another directory"
                 )
-            for migration in _MIGRATIONS[version:]:
+            for migration in MIGRATIONS[version:]:
                 for statement in migration:
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -151,7 +127,7 @@ class SessionStore:
 
     def end_session(self, session_id: str, status: str, ended_at: int) -> None:
         with self._write() as conn:
-            _update_session(conn, session_id, "status = ?, ended_at = ?", (status, ended_at))
+            update_session(conn, session_id, "status = ?, ended_at = ?", (status, ended_at))
 
     def record_claude_session(
         self,
@@ -164,7 +140,7 @@ class SessionStore:
     ) -> None:
         """Remember that the session went through a Claude session id, and make it the current one."""
         with self._write() as conn:
-            _update_session(conn, session_id, "claude_session_id = ?", (claude_session_id,))
+            update_session(conn, session_id, "claude_session_id = ?", (claude_session_id,))
             conn.execute(
                 "INSERT INTO claude_sessions VALUES (?, ?, ?, ?, ?)",
                 (session_id, claude_session_id, transcript_path, source, seen_at),
@@ -172,7 +148,7 @@ class SessionStore:
 
     def save_mapper_state(self, session_id: str, state_json: str) -> None:
         with self._write() as conn:
-            _update_session(conn, session_id, "mapper_state = ?", (state_json,))
+            update_session(conn, session_id, "mapper_state = ?", (state_json,))
 
     def load_mapper_state(self, session_id: str) -> str | None:
         with self._read() as conn:
@@ -219,8 +195,8 @@ class SessionStore:
         if not bodies and not keys and mapper_state is None:
             return []
         with self._write() as conn:
-            _require_session(conn, session_id)
-            first = _next_seq(conn, "envelopes", session_id)
+            require_session(conn, session_id)
+            first = next_seq(conn, "envelopes", session_id)
             seqs = list(range(first, first + len(bodies)))
             conn.executemany(
                 "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
@@ -229,7 +205,7 @@ class SessionStore:
             # OR IGNORE: marking a key twice is harmless (a record re-read after a restart).
             conn.executemany("INSERT OR IGNORE INTO processed_keys (session, key) VALUES (?, ?)", keys)
             if mapper_state is not None:
-                _update_session(conn, session_id, "mapper_state = ?", (mapper_state,))
+                update_session(conn, session_id, "mapper_state = ?", (mapper_state,))
         return seqs
 
     def processed_keys(self, session_id: str) -> set[str]:
@@ -259,13 +235,13 @@ class SessionStore:
         """Store a message from another client; returns its seq. Idempotent on `message_id`, so a
         client that retries a send does not make Claude see the message twice."""
         with self._write() as conn:
-            _require_session(conn, session_id)
+            require_session(conn, session_id)
             row = conn.execute("SELECT session, seq FROM inbound WHERE id = ?", (message_id,)).fetchone()
             if row is not None and row[0] != session_id:
                 raise StoreConflictError(f"inbound message {message_id} already belongs to session {row[0]}")
             if row is not None:
                 return int(row[1])
-            seq = _next_seq(conn, "inbound", session_id)
+            seq = next_seq(conn, "inbound", session_id)
             conn.execute(
                 "INSERT INTO inbound VALUES (?, ?, ?, ?, ?, NULL)", (session_id, seq, message_id, time, body)
             )
@@ -298,7 +274,7 @@ class SessionStore:
             try:
                 yield self._connection()
             except sqlite3.Error as exc:
-                raise _store_error(self.path, exc) from exc
+                raise store_error(self.path, exc) from exc
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -315,67 +291,10 @@ class SessionStore:
                     with suppress(sqlite3.Error):  # the original error is the one to report
                         conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise _store_error(self.path, exc) from exc
+                    raise store_error(self.path, exc) from exc
                 raise
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             raise StoreError(f"the session store {self.path} is closed (a bug in happy: please report it)")
         return self._conn
-
-
-def _require_session(conn: sqlite3.Connection, session_id: str) -> None:
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-        raise StoreConflictError(f"no session {session_id} in the store (a bug in happy: please report it)")
-
-
-def _next_seq(conn: sqlite3.Connection, table: str, session_id: str) -> int:
-    # MAX over the (session, seq) primary key is one index probe; rows are never deleted, so a
-    # seq is never reused. `table` is always a literal from this module.
-    (last,) = conn.execute(f"SELECT MAX(seq) FROM {table} WHERE session = ?", (session_id,)).fetchone()
-    return 1 if last is None else int(last) + 1
-
-
-def _update_session(
-    conn: sqlite3.Connection, session_id: str, assignments: str, values: tuple[object, ...]
-) -> None:
-    # `assignments` is always a literal from this module, never user input.
-    cur = conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
-    if cur.rowcount == 0:
-        raise StoreConflictError(f"no session {session_id} in the store (a bug in happy: please report it)")
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 before SQLite does (SQLite would use 0644 minus umask).
-
-    SQLite gives the -wal and -shm files the mode of the database file, so they are 0600 too.
-    """
-    try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise StoreError(
-            f"cannot open {path} ({reason}): check its permissions and those of its directory, "
-            f"or set {HOME_ENV} to a writable directory"
-        ) from exc
-
-
-def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
-    code = exc.sqlite_errorcode & 0xFF  # primary code; extended codes refine it
-    if isinstance(exc, sqlite3.IntegrityError):
-        return StoreConflictError(f"{path}: {exc} (a bug in happy: please report it)")
-    if code == sqlite3.SQLITE_FULL:
-        return StoreFullError(
-            f"the disk is full: cannot write {path}; free some space or set {HOME_ENV} to a directory "
-            "on another disk"
-        )
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreError(f"{path} is locked by another process: retry, or stop the process holding it")
-    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
-        return StoreError(
-            f"cannot write {path} ({exc}): check its permissions and those of its directory, "
-            f"or set {HOME_ENV} to a writable directory"
-        )
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return StoreError(f"{path} is not a valid happy session store ({exc}): move it aside and retry")
-    return StoreError(f"the session store {path} failed ({exc}): check the disk, then retry")

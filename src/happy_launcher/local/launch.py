@@ -1,0 +1,86 @@
+"""The session flags of each launch of Claude, made from the intent parsed once at start.
+
+A fresh or forked session gets a pre-assigned id so its transcript is known before Claude starts;
+a relaunch is a plain `--resume <id>` without the opening prompt (design §3).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, looks_like_option
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The session flags of ONE launch of Claude."""
+
+    mode: Literal["new", "resume", "continue"]
+    # mode "resume": what to resume (an id, a name or a search term); None opens Claude's picker.
+    target: str | None = None
+    # --session-id: the id the launched session gets (a new session, or the new session of a fork).
+    session_id: str | None = None
+    fork: bool = False
+    with_prompt: bool = True  # send the user's opening prompt (first launch only)
+
+    @property
+    def expected_session_id(self) -> str | None:
+        """The session id Claude will run under, when it is known before launch (else: learn it from
+        the SessionStart hook). Resuming by uuid without forking keeps the id (Claude 2.1.329)."""
+        if self.session_id is not None:
+            return self.session_id
+        if self.mode == "resume" and not self.fork and self.target is not None and is_uuid(self.target):
+            return self.target
+        return None
+
+
+def _uuid4() -> str:
+    return str(uuid.uuid4())
+
+
+def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = _uuid4) -> Launch:
+    """The first launch for ``intent``. A new session (fresh, or a fork) gets a pre-assigned id (the user's
+    --session-id, else ``new_id()``) so its id is known before Claude starts."""
+    if intent.kind == "fresh":
+        return Launch("new", session_id=intent.session_id or new_id())
+    new_session = (intent.session_id or new_id()) if intent.fork else None
+    if intent.kind == "continue":
+        return Launch("continue", session_id=new_session, fork=intent.fork)
+    return Launch("resume", target=intent.resume_id, session_id=new_session, fork=intent.fork)
+
+
+def relaunch(session_id: str) -> Launch:
+    """A later launch of the same session: plain ``--resume <id>``, never the user's original session
+    flags nor the opening prompt."""
+    return Launch("resume", target=session_id, with_prompt=False)
+
+
+def claude_argv(
+    binary: str | os.PathLike[str], args: ClaudeArgs, launch: Launch, *, settings: str
+) -> list[str]:
+    """The full argv of one launch: binary, session flags, ONE ``--settings``, then the passthrough.
+
+    Session flags come first and are followed by ``--settings``, so a bare ``--resume`` can never take a
+    passthrough token as its value.
+    """
+    argv = [os.fspath(binary)]
+    if launch.mode == "resume":
+        if launch.target is None:
+            argv.append("--resume")
+        elif looks_like_option(launch.target):
+            argv.append(f"--resume={launch.target}")  # "--resume -x" would open the picker, not resume "-x"
+        else:
+            argv.extend(["--resume", launch.target])
+    elif launch.mode == "continue":
+        argv.append("--continue")
+    if launch.fork:
+        argv.append("--fork-session")
+    if launch.session_id is not None:
+        argv.extend(["--session-id", launch.session_id])
+    argv.extend(["--settings", settings])
+    argv.extend(args.passthrough if launch.with_prompt else args.relaunch_passthrough)
+    return argv
