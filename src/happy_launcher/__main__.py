@@ -1,3 +1,3 @@
-from happy_launcher.cli.app import main
+from happy_launcher.cli.main import main
 
 main()

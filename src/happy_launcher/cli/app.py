@@ -1,13 +1,8 @@
-"""The `happy` command line. Thin: parse, build config, run.
-
-`happy claude …` (and plain `happy …`) take Claude's own flags, so they bypass typer and go
-straight to a lean start-up path: Claude's start-up must not wait for our imports.
-"""
+"""The `happy` verbs other than `claude` (see cli/main.py). Thin: parse, build config, run."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -24,8 +19,6 @@ app = typer.Typer(
 protocol_app = typer.Typer(help="The session protocol.", no_args_is_help=True)
 app.add_typer(protocol_app, name="protocol")
 
-VERBS = frozenset({"replay", "protocol", "--help", "-h", "--version"})
-
 
 def fail(error: HappyError) -> typer.Exit:
     typer.echo(f"happy: {error}", err=True)
@@ -38,7 +31,9 @@ def fail(error: HappyError) -> typer.Exit:
 )
 def claude_command(ctx: typer.Context) -> None:
     """Run Claude Code under happy (all Claude flags pass through; see `happy claude --help`)."""
-    raise typer.Exit(run_claude(list(ctx.args)))
+    from happy_launcher.cli.claude_cmd import run
+
+    raise typer.Exit(run(list(ctx.args)))
 
 
 @app.command()
@@ -79,17 +74,3 @@ def protocol_schema() -> None:
     from happy_launcher.protocol import envelope_schema
 
     typer.echo(json.dumps(envelope_schema(), indent=2))
-
-
-def run_claude(argv: Sequence[str]) -> int:
-    from happy_launcher.cli.claude_cmd import run
-
-    return run(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in VERBS:
-        # `happy claude …` or plain `happy …`: Claude's flags, parsed by us, not by typer.
-        raise SystemExit(run_claude(args[1:] if args and args[0] == "claude" else args))
-    app(args, prog_name="happy")

@@ -1,0 +1,156 @@
+"""Run a command through our PTY so that it feels exactly like running it directly.
+
+`run_passthrough` is what `happy claude` calls: raw terminal, the child under a PTY, window
+size changes and signals relayed, the child's exit code returned and the terminal restored on
+every path. `python -m happy_launcher.local.passthrough -- CMD ARGS...` runs any command that way.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pathlib
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+
+import anyio
+import anyio.abc
+
+from happy_launcher.local.pty_session import ChildExit, PtySession
+from happy_launcher.local.terminal import TerminalGuard, terminal_size
+
+_log = logging.getLogger(__name__)
+
+_RELAYED_SIGNALS = (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+_USAGE = "usage: python -m happy_launcher.local.passthrough -- CMD [ARGS...]"
+
+
+async def run_passthrough(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str],
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    on_started: Callable[[PtySession], Awaitable[None]] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
+) -> ChildExit:
+    """Run `argv` under a PTY wired to our terminal until it exits, and return its exit.
+
+    `on_started(session)` runs as a task beside the child once it is spawned and is cancelled
+    when the child exits; if it raises, the child is stopped and the exception propagates.
+    `on_output` sees every output chunk, from the pump thread (see `PtySession`). SIGWINCH
+    resizes the child, SIGINT/SIGQUIT are forwarded to it, SIGTERM/SIGHUP stop it
+    (stopped_by_us=True).
+    Failures propagate unwrapped when a single exception is behind them.
+    """
+    # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
+    with (
+        anyio.open_signal_receiver(*_RELAYED_SIGNALS) as signals,
+        TerminalGuard(stdin_fd, stdout_fd) as guard,
+    ):
+        session = PtySession(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin_fd=stdin_fd,
+            stdout_fd=stdout_fd,
+            on_output=guard.observe if on_output is None else _Tee(guard.observe, on_output),
+            child_attrs=guard.saved_attrs,
+        )
+        outcome: list[ChildExit] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(_run_child, session, outcome, tg.cancel_scope)
+                tg.start_soon(_relay_signals, signals, session, tg, (stdout_fd, stdin_fd))
+                if on_started is not None:
+                    tg.start_soon(_call, on_started, session)
+        except BaseExceptionGroup as group:
+            leaf = _single_leaf(group)
+            if leaf is None:
+                raise
+            raise leaf from None
+    return outcome[0]
+
+
+async def _run_child(
+    session: PtySession,
+    outcome: list[ChildExit],
+    scope: anyio.CancelScope,
+    *,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    outcome.append(await session.run(task_status=task_status))
+    scope.cancel()  # the child is gone: the signal relay and on_started have nothing left to do
+
+
+async def _relay_signals(
+    signals: AsyncIterator[signal.Signals],
+    session: PtySession,
+    tg: anyio.abc.TaskGroup,
+    size_fds: tuple[int, int],
+) -> None:
+    async for sig in signals:
+        if sig == signal.SIGWINCH:
+            session.resize(*terminal_size(*size_fds))
+        elif sig in (signal.SIGINT, signal.SIGQUIT):
+            # From the keyboard only when stdin is not a raw TTY (raw mode turns ^C into a plain
+            # byte): deliver it to the child's foreground job, as the terminal would have.
+            session.send_signal(sig, foreground_group=True)
+        else:
+            # SIGTERM/SIGHUP: we are being closed, so the child goes first. In its own task, so
+            # that later signals (a second SIGTERM, SIGWINCH) are still handled meanwhile.
+            tg.start_soon(session.stop)
+
+
+async def _call(func: Callable[[PtySession], Awaitable[None]], session: PtySession) -> None:
+    await func(session)
+
+
+class _Tee:
+    """Output observers: the terminal's mode tracker, then the caller's callback.
+
+    A failing caller callback is dropped on its own, so the tracker keeps working and the
+    terminal can still be restored properly."""
+
+    def __init__(self, tracker: Callable[[bytes], None], callback: Callable[[bytes], None]) -> None:
+        self._tracker = tracker
+        self._callback: Callable[[bytes], None] | None = callback
+
+    def __call__(self, chunk: bytes) -> None:
+        self._tracker(chunk)
+        if self._callback is not None:
+            try:
+                self._callback(chunk)
+            except Exception:
+                _log.exception("on_output callback failed; it will not be called again")
+                self._callback = None
+
+
+def _single_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        if len(leaf.exceptions) != 1:
+            return None
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def main(argv: list[str]) -> int:
+    """Run `[--] CMD ARGS...` through the PTY layer and return its shell-style exit code."""
+    command = argv[1:] if argv[:1] == ["--"] else argv
+    if not command:
+        print(_USAGE, file=sys.stderr)
+        return 2
+    run = functools.partial(run_passthrough, command, env=os.environ.copy(), cwd=pathlib.Path.cwd())
+    try:
+        return anyio.run(run).code
+    except FileNotFoundError as exc:  # the command, or the directory to run it in
+        print(f"happy: {exc.filename or command[0]}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
