@@ -1,0 +1,147 @@
+"""What local mode does beside the running Claude: follow its session ids (SessionStart hook),
+tail its transcripts, and mirror them to the store and the events file."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import anyio
+import orjson
+
+from happy_launcher.claude.mapper import Mapper
+from happy_launcher.claude.paths import transcript_path
+from happy_launcher.claude.records import Record
+from happy_launcher.claude.scanner import SAFETY_POLL, TranscriptScanner
+from happy_launcher.claude.session_files import SessionFiles
+from happy_launcher.claude.tail import LineTail
+from happy_launcher.claude.watch import make_watcher
+from happy_launcher.local.hooks import HookEvent, parse_hook_line
+from happy_launcher.local.launch import Launch
+from happy_launcher.local.pty_session import ChildExit
+from happy_launcher.protocol import Clock, Cuid2Ids, IdFactory, TurnStatus, wall_clock_ms
+from happy_launcher.session.local import LocalConfig
+from happy_launcher.session.mirror import Mirror
+from happy_launcher.session.sinks import EnvelopeSink, FanOut, JsonLinesSink, StoreSink
+from happy_launcher.session.store import SessionStore
+
+_log = logging.getLogger(__name__)
+# SessionStart sources whose transcript already holds history that was mirrored before (or
+# that the user did not ask to see again): mark it processed instead of re-sending it.
+_HISTORY_SOURCES = frozenset({"resume", "fork"})
+
+
+def exit_status(child: ChildExit | None) -> TurnStatus:
+    """Design §3: killed by us -> cancelled; exit 0 -> completed; else (or no launch) -> failed."""
+    if child is None:
+        return "failed"
+    if child.stopped_by_us:
+        return "cancelled"
+    return "completed" if child.code == 0 else "failed"
+
+
+class LocalTracker:
+    def __init__(
+        self,
+        cfg: LocalConfig,
+        launch: Launch,
+        hook_events: Path,
+        *,
+        clock: Clock = wall_clock_ms,
+        ids: IdFactory | None = None,
+    ) -> None:
+        self._cfg = cfg
+        self._clock = clock
+        ids = ids if ids is not None else Cuid2Ids()
+        self.store = SessionStore.open(cfg.home)
+        self.session_id = ids()
+        self.store.create_session(self.session_id, cwd=str(cfg.cwd), started_at=clock())
+        self.sink = FanOut(self._sinks())
+        self.mirror = Mirror(Mapper(ids), self.sink, clock, ids)
+        self._watcher = make_watcher()
+        self.scanner = TranscriptScanner(SessionFiles(), self._watcher)
+        self._hooks = LineTail(hook_events)
+        self._replay_existing = cfg.args.options.replay_existing
+        self._follow_expected(launch)
+
+    def _sinks(self) -> list[EnvelopeSink]:
+        sinks: list[EnvelopeSink] = [StoreSink(self.store, self.session_id)]
+        if self._cfg.args.options.events is not None:
+            sinks.append(JsonLinesSink(self._cfg.args.options.events, self._cfg.stdout_fd))
+        return sinks
+
+    def _follow_expected(self, launch: Launch) -> None:
+        """Watch the transcript before Claude writes it, when its session id is known already."""
+        expected = launch.expected_session_id
+        if expected is None:
+            return  # bare --resume / --continue: Claude picks; the SessionStart hook tells us
+        skip = launch.mode != "new" and not self._replay_existing
+        if launch.fork and launch.target is not None:
+            # The fork's file starts with a copy of the original's records: seed their keys.
+            self._add(self._path(launch.target), skip_existing=True)
+        self._add(self._path(expected), skip_existing=skip)
+
+    def _path(self, session_id: str) -> Path:
+        return transcript_path(self._cfg.env, self._cfg.cwd, session_id)
+
+    def _add(self, path: Path, *, skip_existing: bool) -> None:
+        self.scanner.add_main(path, skip_existing=skip_existing)
+
+    def on_hook(self, event: HookEvent) -> None:
+        if event.hook_event_name != "SessionStart" or not event.session_id:
+            return
+        path = event.transcript_path or self._path(event.session_id)
+        skip = event.source in _HISTORY_SOURCES and not self._replay_existing
+        self._add(path, skip_existing=skip)
+        self.store.record_claude_session(
+            self.session_id,
+            event.session_id,
+            source=event.source or "unknown",
+            seen_at=self._clock(),
+            transcript_path=str(path),
+        )
+
+    def _read_hooks(self) -> None:
+        while lines := self._hooks.read_lines():
+            for line in lines:
+                event = parse_hook_line(line)
+                if event is not None:
+                    self.on_hook(event)
+
+    async def run(self) -> None:
+        """Mirror until cancelled (when Claude exits)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.scanner.run, self._deliver)
+            tg.start_soon(self._watch_hooks)
+
+    async def _deliver(self, batch: list[Record]) -> None:
+        self.mirror.deliver(batch)
+
+    async def _watch_hooks(self) -> None:
+        watcher = make_watcher()
+        try:
+            while True:
+                self._read_hooks()
+                watcher.watch({self._hooks.path.parent})
+                with anyio.move_on_after(SAFETY_POLL):
+                    await watcher.wait()
+        finally:
+            watcher.close()
+
+    def finish(self, child: ChildExit | None) -> None:
+        """Claude is gone: read what is left, close what is open, end the session."""
+        status = exit_status(child)
+        try:
+            self._read_hooks()  # a /clear just before exit names a file we must still read
+            self.mirror.deliver(self.scanner.scan())
+            self.mirror.close_turn(status)
+            self.store.save_mapper_state(self.session_id, _state_json(self.mirror.mapper))
+            self.store.end_session(self.session_id, status, self._clock())
+        finally:
+            self.sink.close()
+            self.store.close()
+            self._watcher.close()
+
+
+def _state_json(mapper: Mapper) -> str:
+    return orjson.dumps(mapper.state.to_dict()).decode()

@@ -1,0 +1,267 @@
+"""Drive `happy claude` (the real product, with the real bundled Claude) under a PTY for tests.
+
+Waits are bounded and event-driven: on screen output (compared without ANSI sequences and
+whitespace, since the TUI moves the cursor instead of printing spaces) or on the envelopes in
+the `--happy-events` file, read while the PTY output is drained.
+
+With ``wrap_stty=True`` happy runs inside ``sh -c 'echo BEFORE $(stty -g); happy …; echo RC=$? AFTER
+$(stty -g)'`` on the pexpect PTY (the "user's terminal"), so a test can compare the terminal settings
+from before and after the run: the same shell, on the same terminal, prints both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pexpect
+
+from tests.support.claude_env import ClaudeEnv
+
+READY_MARKERS = ("for shortcuts", "shift+tab to cycle")
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|.)")
+_STTY_BEFORE = re.compile(r"BEFORE (\S+)\r?\n")
+_STTY_AFTER = re.compile(r"RC=(\d+) AFTER (\S+)\r?\n")
+
+Envelope = dict[str, Any]
+
+
+def squeeze(text: str) -> str:
+    return "".join(_ANSI.sub("", text).split())
+
+
+def happy_executable() -> str:
+    return str(Path(sys.executable).with_name("happy"))
+
+
+class HappyTui:
+    def __init__(
+        self,
+        cenv: ClaudeEnv,
+        home: Path,
+        args: Sequence[str] = (),
+        *,
+        events: Path | None = None,
+        env: dict[str, str] | None = None,
+        dimensions: tuple[int, int] = (40, 120),
+        wrap_stty: bool = False,
+    ) -> None:
+        self.cenv = cenv
+        self.home = home
+        self.events_path = events or home / "events.jsonl"
+        self.env = {
+            **cenv.env,
+            "HAPPY_HOME_DIR": str(home),
+            "HAPPY_CLAUDE_PATH": str(cenv.binary),
+            **(env or {}),
+        }
+        argv = ["claude", "--happy-events", str(self.events_path), *args]
+        self.log = (home / "tui.log").open("ab")
+        self.wrapped = wrap_stty
+        self.stty_before: str | None = None
+        self.stty_after: str | None = None
+        self._exit_code: int | None = None
+        self._pids: set[int] = set()  # happy and Claude, once seen: killed on teardown if still there
+        self.seen = ""
+        self.raw = bytearray()  # every byte the terminal received, undecoded
+        if wrap_stty:
+            inner = shlex.join([happy_executable(), *argv])
+            script = f'echo "BEFORE $(stty -g)"; {inner}; echo "RC=$? AFTER $(stty -g)"'
+            command, cmd_args = "/bin/sh", ["-c", script]
+        else:
+            command, cmd_args = happy_executable(), argv
+        self.child: Any = pexpect.spawn(
+            command,
+            cmd_args,
+            cwd=str(cenv.cwd),
+            env=self.env,
+            dimensions=dimensions,
+            logfile=self.log,
+            timeout=30,
+        )
+        if wrap_stty:
+            self.wait(lambda: _STTY_BEFORE.search(self.seen) is not None, 10, "the BEFORE stty line")
+            match = _STTY_BEFORE.search(self.seen)
+            assert match is not None
+            self.stty_before = match.group(1)
+
+    # -- waiting ------------------------------------------------------------------------------------
+
+    def poll(self, cond: Callable[[], bool], timeout: float) -> bool:
+        """Drain the PTY until `cond()` holds (True) or `timeout` seconds passed (False)."""
+        deadline = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > deadline:
+                return False
+            if not self._read(0.05) and not self.child.isalive():
+                return cond()
+        return True
+
+    def wait(self, cond: Callable[[], bool], timeout: float, what: str) -> None:
+        """Drain the PTY until `cond()` holds; fail after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}\n--- screen tail:\n"
+                    f"{squeeze(self.seen[-3000:])[-1500:]}"
+                )
+            if not self._read(0.05) and not self.child.isalive() and not cond():
+                raise AssertionError(f"happy exited while waiting for {what}")
+
+    def _read(self, timeout: float) -> bool:
+        try:
+            data = self.child.read_nonblocking(65536, timeout=timeout)
+        except pexpect.TIMEOUT:
+            return True
+        except pexpect.EOF:
+            return False
+        self.raw += data
+        self.seen += data.decode("utf-8", "replace")
+        return True
+
+    def expect_screen(self, needle: str, timeout: float = 20, since: int = 0) -> None:
+        want = squeeze(needle)
+        self.wait(lambda: want in squeeze(self.seen[since:]), timeout, f"{needle!r} on screen")
+
+    def on_screen(self, needle: str, since: int = 0) -> bool:
+        return squeeze(needle) in squeeze(self.seen[since:])
+
+    def wait_ready(self) -> None:
+        markers = [squeeze(m) for m in READY_MARKERS]
+        self.wait(lambda: any(m in squeeze(self.seen) for m in markers), 30, "the input box")
+        # Remember the pids now, so teardown can end them even if happy dies first.
+        self._pids.add(self.happy_pid())
+        with contextlib.suppress(AssertionError, OSError):
+            self._pids.add(self.claude_pid())
+
+    def events(self) -> list[Envelope]:
+        try:
+            data = self.events_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        return [orjson.loads(line) for line in data.splitlines() if line.endswith(b"}")]
+
+    def wait_events(
+        self, pred: Callable[[list[Envelope]], bool], timeout: float = 30, what: str = ""
+    ) -> None:
+        self.wait(lambda: pred(self.events()), timeout, what or "envelopes")
+
+    def wait_turn_end(self, count: int = 1, timeout: float = 30) -> None:
+        self.wait_events(
+            lambda evs: sum(e["ev"]["t"] == "turn-end" for e in evs) >= count, timeout, f"{count} turn-end(s)"
+        )
+
+    # -- input --------------------------------------------------------------------------------------
+
+    def type(self, text: str, *, echo: str | None = None) -> None:
+        """Type `text` (no Enter) and wait until its tail (or `echo`) shows on screen."""
+        mark = len(self.seen)
+        self.child.send(text)
+        self.expect_screen(echo if echo is not None else text[-12:], timeout=10, since=mark)
+
+    def submit(self, prompt: str) -> None:
+        self.type(prompt)
+        self.child.send("\r")
+
+    def exit(self, timeout: float = 20) -> int:
+        self.type("/exit")
+        self.child.send("\r")
+        return self.wait_exit(timeout)
+
+    def wait_exit(self, timeout: float = 20) -> int:
+        """Wait for happy to end; its exit code (shell-style: 128+N when killed by signal N)."""
+        if self.wrapped:
+            self.wait(lambda: _STTY_AFTER.search(self.seen) is not None, timeout, "happy to exit")
+            match = _STTY_AFTER.search(self.seen)
+            assert match is not None
+            self._exit_code, self.stty_after = int(match.group(1)), match.group(2)
+        self.wait(lambda: not self.child.isalive(), timeout, "the terminal's process to exit")
+        while self._read(0.01) and self.child.isalive():
+            pass
+        self.child.close()
+        self.log.close()
+        if self._exit_code is not None:
+            return self._exit_code
+        status = self.child.exitstatus
+        return int(status if status is not None else 128 + self.child.signalstatus)
+
+    def kill(self) -> None:
+        """Teardown: end the terminal and anything of ours still running (by pid)."""
+        if self.child.isalive():
+            self.child.close(force=True)
+        deadline = time.monotonic() + 5
+        for pid in sorted(self._pids):
+            # A hung-up happy stops Claude itself; whatever is still there afterwards is killed.
+            if not wait_pid_gone(pid, max(0.0, deadline - time.monotonic())):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if not self.log.closed:
+            self.log.close()
+
+    # -- processes ----------------------------------------------------------------------------------
+
+    def happy_pid(self) -> int:
+        """The pid of the happy process (the terminal's process itself, or the wrapper shell's child)."""
+        if not self.wrapped:
+            return int(self.child.pid)
+        children = _children(self.child.pid)
+        assert len(children) == 1, children
+        return children[0]
+
+    def claude_pid(self) -> int:
+        """The pid of the Claude process (happy's child)."""
+        children = _children(self.happy_pid())
+        assert len(children) == 1, children
+        self._pids.add(children[0])
+        return children[0]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def kinds(envelopes: list[Envelope]) -> list[tuple[str, str]]:
+    return [(e["role"], e["ev"]["t"]) for e in envelopes]
+
+
+def wait_pid_gone(pid: int, timeout: float) -> bool:
+    """Wait (on a pidfd, no polling) until `pid` has exited; False if it is still running after `timeout`.
+    A zombie counts as gone: it runs no more, and only its parent can reap it."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        deadline = time.monotonic() + timeout
+        while getpid_alive(pid):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([fd], [], [], min(left, 0.2))  # readable once the process has exited
+        return True
+    finally:
+        os.close(fd)
+
+
+def getpid_alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
