@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""PTY benchmarks through the real `happy claude` path (HAPPY_CLAUDE_PATH = a stand-in child):
+
+- throughput: a child printing 100 MB through happy's PTY vs the same child under `script -qc`
+  (a plain PTY relay), same run; target ratio >= 0.8;
+- keystroke echo round-trip added by happy (child echoing in raw mode); target p50 < 1 ms;
+- start-up: spawn to the child's exec (it writes a timestamp first thing), through happy vs
+  direct; target <= 150 ms extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import ptyprocess
+
+HAPPY = str(Path(sys.executable).with_name("happy"))
+ECHO_CHILD = """
+import os, sys, tty
+tty.setraw(0)
+os.write(1, b"READY\\n")
+while True:
+    b = os.read(0, 1)
+    if not b or b == b"q":
+        break
+    os.write(1, b)
+"""
+
+
+def spawn(argv: Sequence[str], env: dict[str, str]) -> ptyprocess.PtyProcess:
+    return ptyprocess.PtyProcess.spawn(list(argv), env=env, dimensions=(40, 120))
+
+
+def drain(proc: ptyprocess.PtyProcess) -> int:
+    total = 0
+    while True:
+        try:
+            data = os.read(proc.fd, 1 << 16)
+        except OSError:  # EIO: the child side closed
+            break
+        if not data:
+            break
+        total += len(data)
+    proc.wait()
+    proc.delayafterclose = 0  # ptyprocess sleeps 0.1 s in close(), even from __del__
+    proc.close()
+    return total
+
+
+def wait_for(proc: ptyprocess.PtyProcess, marker: bytes, timeout: float = 30) -> None:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no {marker!r} in {seen[-200:]!r}")
+        ready, _, _ = select.select([proc.fd], [], [], left)
+        if ready:
+            seen += os.read(proc.fd, 4096)
+
+
+def stand_in(tmp: Path, name: str, command: str) -> Path:
+    """An executable that ignores happy's extra Claude flags and runs `command`."""
+    path = tmp / name
+    path.write_text(f"#!/bin/sh\nexec {command}\n")
+    path.chmod(0o755)
+    return path
+
+
+def throughput(tmp: Path, env: dict[str, str], mb: int) -> tuple[float, float]:
+    data = tmp / "out.txt"
+    line = b"0123456789abcdefghijklmnopqrstuvwxyz" * 3 + b"\n"
+    with data.open("wb") as f:
+        f.write(line * (mb * 1_000_000 // len(line)))
+    child = stand_in(tmp, "cat-child", f"cat {shlex.quote(str(data))}")
+    rates = []
+    for argv, extra in (
+        (["script", "-qc", str(child), "/dev/null"], {}),
+        ([HAPPY, "claude"], {"HAPPY_CLAUDE_PATH": str(child)}),
+    ):
+        start = time.perf_counter()
+        total = drain(spawn(argv, {**env, **extra}))
+        rates.append(total / (time.perf_counter() - start) / 1e6)
+    return rates[0], rates[1]
+
+
+def echo_rtt(argv: Sequence[str], env: dict[str, str], n: int) -> list[float]:
+    proc = spawn(argv, env)
+    wait_for(proc, b"READY")
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        os.write(proc.fd, b"x")
+        got = b""
+        while b"x" not in got:
+            select.select([proc.fd], [], [], 5)
+            got += os.read(proc.fd, 64)
+        samples.append((time.perf_counter() - start) * 1e3)
+    os.write(proc.fd, b"q")
+    drain(proc)
+    return samples
+
+
+def startup(argv: Sequence[str], env: dict[str, str], stamp: Path, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.time_ns()
+        proc = spawn(argv, env)
+        wait_for(proc, b"STARTED")
+        times.append((int(stamp.read_text()) - start) / 1e6)
+        drain(proc)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mb", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        home = tmp / "home"
+        home.mkdir()
+        env = {**os.environ, "HAPPY_HOME_DIR": str(home), "TERM": "xterm-256color"}
+        plain, happy = throughput(tmp, env, args.mb)
+        print(f"PTY throughput, {args.mb} MB: script -qc {plain:7.1f} MB/s   happy {happy:7.1f} MB/s")
+        print(f"  ratio happy / plain PTY: {happy / plain:5.2f}  (target >= 0.8)")
+
+        echo = stand_in(tmp, "echo-child", f"{shlex.quote(sys.executable)} -c {shlex.quote(ECHO_CHILD)}")
+        direct = echo_rtt([str(echo)], env, 300)
+        through = echo_rtt([HAPPY, "claude"], {**env, "HAPPY_CLAUDE_PATH": str(echo)}, 300)
+        added = statistics.median(through) - statistics.median(direct)
+        print(
+            f"keystroke echo round-trip p50: direct {statistics.median(direct):.3f} ms   "
+            f"through happy {statistics.median(through):.3f} ms   added {added:.3f} ms  (target < 1 ms)"
+        )
+
+        stamp = tmp / "exec-time"
+        started = stand_in(tmp, "start-child", f"sh -c 'date +%s%N > {stamp}; echo STARTED'")
+        direct_ms = startup([str(started)], env, stamp, 15)
+        happy_ms = startup([HAPPY, "claude"], {**env, "HAPPY_CLAUDE_PATH": str(started)}, stamp, 15)
+        print(
+            f"start-up to the child's exec (median of 15): direct {direct_ms:.1f} ms   "
+            f"happy claude {happy_ms:.1f} ms   extra {happy_ms - direct_ms:.1f} ms  (target <= 150 ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()
