@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import functools
 import logging
 import os
 import pathlib
-import select
 import shutil
 import signal
-import struct
 import termios
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,16 +24,10 @@ import anyio.from_thread
 import anyio.to_thread
 from ptyprocess import PtyProcess
 
-from happy_launcher.local.terminal import TermAttrs, terminal_size, write_all
+from happy_launcher.local.pty_pump import ChildProcess, Inbox, Pump
+from happy_launcher.local.terminal import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
-
-_READ_SIZE = 1 << 16
-_INPUT_HIGH_WATER = 1 << 20  # stop reading stdin while this much input still waits for the child
-_DRAIN_IDLE_MS = 50  # once the child is reaped, this much output silence means we have it all
-_DRAIN_MAX_S = 1.0  # ... and a grandchild still writing to the PTY cannot keep us running
-_REAP_POLL_MS = 100  # exit polling interval where pidfd_open is unavailable
-_READABLE = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
 @dataclass(frozen=True)
@@ -46,272 +35,6 @@ class ChildExit:
     code: int  # shell-style: exit status, or 128+signal if killed by a signal
     signal: int | None  # the signal that killed it, if any
     stopped_by_us: bool  # True when we terminated it (stop()/signal forwarding of SIGTERM/SIGHUP)
-
-
-class ChildProcess:
-    """The spawned process and its PTY master fd.
-
-    One lock serialises reaping, signalling, ioctls and closing, so a signal never reaches a
-    recycled pid and an ioctl never hits a closed (possibly reused) fd number.
-    """
-
-    def __init__(self, proc: PtyProcess) -> None:
-        self._proc = proc
-        self.pid: int = proc.pid
-        self.fd: int = proc.fd
-        self.status: int | None = None  # raw wait status once reaped
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def try_reap(self, *, block: bool = False) -> bool:
-        with self._lock:
-            if self.status is None:
-                try:
-                    pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
-                except ChildProcessError:  # reaped behind our back: the real status is lost
-                    pid, status = self.pid, 255 << 8
-                if pid:
-                    self.status = status
-            return self.status is not None
-
-    def signal(self, sig: int, *, foreground_group: bool = False) -> None:
-        with self._lock:
-            if self.status is not None:
-                return
-            target = self.pid
-            if foreground_group and not self._closed:
-                # What a terminal does for ^C: signal whichever job is in the PTY's foreground.
-                with contextlib.suppress(OSError):
-                    target = -os.tcgetpgrp(self.fd) or self.pid
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(target, sig)
-
-    def resize(self, rows: int, cols: int) -> None:
-        with self._lock:
-            if not self._closed:
-                # The kernel sends SIGWINCH to the PTY's foreground process group itself.
-                with contextlib.suppress(OSError):
-                    fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                # Close through ptyprocess's file object and mark it closed, so that its __del__
-                # neither closes a reused fd number later nor sleeps and kills in close().
-                self._proc.fileobj.close()
-                self._proc.closed = True
-
-
-class Inbox:
-    """Thread-safe mailbox into the pump thread: input for the child and a stop request, plus
-    the self-pipe that wakes the pump's poll()."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._data = bytearray()
-        self.stop_requested = False
-        self._wake_fd: int | None = None
-
-    def put(self, data: bytes) -> None:
-        with self._lock:
-            self._data += data
-            self._wake()
-
-    def request_stop(self) -> None:
-        with self._lock:
-            self.stop_requested = True
-            self._wake()
-
-    def take(self) -> bytes:
-        with self._lock:
-            data = bytes(self._data)
-            self._data.clear()
-            return data
-
-    def attach(self, wake_fd: int | None) -> None:
-        # Swapped under the lock so put() never writes to a pipe fd after the pump closed it.
-        with self._lock:
-            self._wake_fd = wake_fd
-            if wake_fd is not None and (self._data or self.stop_requested):
-                self._wake()
-
-    def _wake(self) -> None:
-        if self._wake_fd is not None:
-            with contextlib.suppress(BlockingIOError):  # a full pipe is already a pending wake-up
-                os.write(self._wake_fd, b"\0")
-
-
-class Pump:
-    """One poll() loop moving child output to stdout and stdin/`Inbox` input to the child.
-
-    `run` returns the child's wait status once the child is reaped and its output drained.
-    """
-
-    def __init__(
-        self,
-        child: ChildProcess,
-        inbox: Inbox,
-        stdin_fd: int,
-        stdout_fd: int,
-        on_output: Callable[[bytes], None] | None,
-    ) -> None:
-        self._child, self._inbox = child, inbox
-        self._stdin_fd, self._stdout_fd = stdin_fd, stdout_fd
-        self._on_output = on_output
-        self._to_child = bytearray()
-        self._master_open = True
-        self._stdin_open = stdin_fd >= 0
-        self._stdout_ok = True
-        self._poller = select.poll()
-        self._interest: dict[int, int] = {}
-
-    def run(self) -> int:
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        pidfd = _open_pidfd(self._child.pid)
-        self._inbox.attach(wake_w)
-        try:
-            self._set_interest(wake_r, select.POLLIN)
-            if pidfd is not None:
-                self._set_interest(pidfd, select.POLLIN)
-            self._loop(wake_r, pidfd)
-        finally:
-            self._inbox.attach(None)
-            for fd in (wake_r, wake_w, pidfd):
-                if fd is not None:
-                    os.close(fd)
-        if self._child.status is None:  # unreachable: _loop returns only once the child is reaped
-            raise RuntimeError("pump ended before the child was reaped")
-        return self._child.status
-
-    def _loop(self, wake_r: int, pidfd: int | None) -> None:
-        master, reaped_at, next_check = self._child.fd, 0.0, 0.0
-        while True:
-            self._update_interest()
-            if self._child.status is not None:
-                timeout = _DRAIN_IDLE_MS
-            else:
-                timeout = -1 if pidfd is not None else _REAP_POLL_MS
-            events = self._poller.poll(timeout)
-            for fd, mask in events:
-                if fd == master and mask & _READABLE:
-                    self._pump_output()
-                elif fd == self._stdin_fd:
-                    self._read_stdin()
-                elif fd == wake_r:
-                    self._read_inbox(wake_r)
-                elif fd == pidfd:
-                    self._set_interest(pidfd, 0)
-                    self._child.try_reap()
-            if pidfd is None and time.monotonic() >= next_check:
-                next_check = time.monotonic() + _REAP_POLL_MS / 1000
-                self._child.try_reap()
-            self._flush_to_child()
-            if self._child.status is None:
-                continue
-            reaped_at = reaped_at or time.monotonic()
-            if not self._master_open or self._inbox.stop_requested or not events:
-                return
-            if time.monotonic() - reaped_at > _DRAIN_MAX_S:
-                return
-
-    def _update_interest(self) -> None:
-        master = 0
-        if self._master_open:
-            master = select.POLLIN | (select.POLLOUT if self._to_child else 0)
-        self._set_interest(self._child.fd, master)
-        reading = self._stdin_open and not self._inbox.stop_requested
-        reading = reading and len(self._to_child) < _INPUT_HIGH_WATER
-        if self._stdin_fd >= 0:
-            self._set_interest(self._stdin_fd, select.POLLIN if reading else 0)
-
-    def _set_interest(self, fd: int, mask: int) -> None:
-        if self._interest.get(fd, 0) != mask:
-            if mask:
-                self._poller.register(fd, mask)
-            else:
-                self._poller.unregister(fd)
-            self._interest[fd] = mask
-
-    def _pump_output(self) -> None:
-        data = self._read_master()
-        if not data:
-            return
-        if self._stdout_ok:
-            try:
-                write_all(self._stdout_fd, data)
-            except OSError:  # our terminal is gone (EIO/EPIPE): keep draining so the child never blocks
-                self._stdout_ok = False
-        if self._on_output is not None:
-            try:
-                self._on_output(data)
-            except Exception:
-                _log.exception("PTY output observer failed; it will not be called again")
-                self._on_output = None
-
-    def _read_master(self) -> bytes:
-        """What the child's output holds right now (up to _READ_SIZE), as one chunk.
-
-        A PTY hands out at most ~4 KiB per read: gathering what is already there saves poll()
-        and write() calls on bulk output and adds no latency, since nothing is waited for."""
-        chunks: list[bytes] = []
-        size = 0
-        while size < _READ_SIZE:
-            try:
-                chunk = os.read(self._child.fd, _READ_SIZE - size)
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                if exc.errno != errno.EIO:
-                    raise
-                chunk = b""  # Linux reports a PTY whose child side is closed as EIO: that is EOF
-            if not chunk:
-                self._master_open = False
-                self._to_child.clear()
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-    def _read_stdin(self) -> None:
-        try:
-            data = os.read(self._stdin_fd, _READ_SIZE)
-        except BlockingIOError:
-            return
-        except OSError:  # EIO: our terminal hung up; EBADF: there is no stdin
-            data = b""
-        if data:
-            self._to_child += data
-        else:  # EOF: stop reading stdin, keep pumping output
-            self._stdin_open = False
-
-    def _read_inbox(self, wake_r: int) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while os.read(wake_r, 4096):
-                pass
-        self._to_child += self._inbox.take()
-        if self._inbox.stop_requested:
-            self._to_child.clear()
-
-    def _flush_to_child(self) -> None:
-        if not self._to_child or not self._master_open:
-            return
-        try:
-            written = os.write(self._child.fd, self._to_child)
-        except BlockingIOError:
-            return
-        except OSError:  # the child side is gone; its EOF and exit follow
-            written = len(self._to_child)
-        del self._to_child[:written]
-
-
-def _open_pidfd(pid: int) -> int | None:
-    # A pidfd turns "the child exited" into a poll() event, so a grandchild that keeps the PTY
-    # open (and thus keeps its EOF away) cannot keep us waiting.
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
 
 
 class PtySession:
