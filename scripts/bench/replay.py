@@ -20,11 +20,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripts.bench.corpus import build
-
 from happy_launcher.claude.tail import LineTail
 from happy_launcher.protocol import Cuid2Ids
 from happy_launcher.session.replay import replay_file
+from scripts.bench.corpus import build
 
 
 def bare_parse(path: Path) -> int:

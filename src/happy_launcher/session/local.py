@@ -7,10 +7,14 @@ scanner: ~150 ms of imports) is loaded while Claude boots, so `happy claude` sta
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import anyio
 
 from happy_launcher.errors import HappyError
 from happy_launcher.local.args import ClaudeArgs
@@ -21,6 +25,9 @@ from happy_launcher.local.pty_session import ChildExit, PtySession
 
 if TYPE_CHECKING:
     from happy_launcher.session.local_tracker import LocalTracker
+
+
+_log = logging.getLogger(__name__)
 
 
 class ClaudeLaunchError(HappyError):
@@ -40,13 +47,15 @@ class LocalConfig:
 
 class _Tracking:
     """The tracker, made on first need: beside the running child, or at the end if the child
-    was already gone by then."""
+    was already gone by then. Its failures are contained: mirroring may stop, but the user's
+    Claude session never does; the failure is reported once Claude has exited."""
 
     def __init__(self, cfg: LocalConfig, launch: Launch, hook_events: Path) -> None:
         self._args = (cfg, launch, hook_events)
         self._tracker: LocalTracker | None = None
+        self.failure: Exception | None = None
 
-    def get(self) -> LocalTracker:
+    def _get(self) -> LocalTracker:
         if self._tracker is None:
             from happy_launcher.session.local_tracker import LocalTracker  # heavy: after the spawn
 
@@ -54,7 +63,25 @@ class _Tracking:
         return self._tracker
 
     async def run(self, _pty: PtySession) -> None:
-        await self.get().run()
+        try:
+            await self._get().run()
+        except Exception as exc:
+            self._failed(exc)
+            await anyio.sleep_forever()  # Claude goes on; it is reported when Claude exits
+
+    def finish(self, child: ChildExit | None) -> None:
+        if self._tracker is not None or self.failure is None:  # close what it can, even after a failure
+            try:
+                self._get().finish(child)
+            except Exception as exc:
+                self._failed(exc)
+        if self.failure is not None:
+            sys.stderr.write(f"happy: mirroring this session failed: {self.failure} (details in happy.log)\n")
+
+    def _failed(self, exc: Exception) -> None:
+        _log.error("mirroring failed", exc_info=exc)
+        if self.failure is None:
+            self.failure = exc
 
 
 async def run_local(cfg: LocalConfig) -> int:
@@ -79,5 +106,5 @@ async def run_local(cfg: LocalConfig) -> int:
         except OSError as exc:
             raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
         finally:
-            tracking.get().finish(child)
+            tracking.finish(child)
         return child.code
