@@ -333,3 +333,28 @@ def test_subagent_ids_are_deterministic_cuid2_shaped() -> None:
     r = assistant(tool_use("toolu_01ABC", "Agent", prompt="p"))
     assert a.feed(r, NOW)[1].subagent == b.feed(r, NOW)[1].subagent == subagent_id("toolu_01ABC")
     assert subagent_id("toolu_01ABC") != subagent_id("toolu_01ABD")
+
+
+@pytest.mark.parametrize("status", ["failed", "cancelled"])
+def test_a_prompt_claude_never_answered_still_gets_its_turn(m: Mapper, status: str) -> None:
+    """Claude died before writing its first reply record: the prompt's turn starts and ends."""
+    m.feed(user("hello"), NOW)
+    assert evs(m.close_turn(status, NOW)) == [{"t": "turn-start"}, {"t": "turn-end", "status": status}]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        system("turn_duration"),  # a turn that had no output
+        user("[Request interrupted by user]"),  # interrupted before the first output
+    ],
+)
+def test_a_prompt_answered_without_envelopes_leaves_nothing_to_close(m: Mapper, answer: Any) -> None:
+    feed_all(m, user("hello"), answer)
+    assert m.close_turn("failed", NOW) == []
+
+
+def test_exit_0_right_after_a_prompt_opens_no_empty_turn(m: Mapper) -> None:
+    m.feed(user("hello"), NOW)
+    assert m.close_turn("completed", NOW) == []
+    assert m.close_turn("failed", NOW) == []  # the prompt is settled

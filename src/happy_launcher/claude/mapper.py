@@ -71,10 +71,15 @@ class Mapper:
         return out
 
     def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
-        """End the session's activity: stop every active subagent, then end the open turn."""
+        """End the session's activity: stop every active subagent, then end the open turn.
+
+        A prompt that Claude stopped short of answering (`failed`, `cancelled`) gets its turn,
+        started and ended, so that no prompt is left without an outcome."""
         out: Out = []
         for pid in self.state.active_subagents():
             self._stop(pid, now, out)
+        if self.state.awaiting_reply and status != "completed":
+            self._turn(now, out)
         self._end_turn(status, now, out)
         return out
 
@@ -200,6 +205,7 @@ class Mapper:
         self._end_turn("completed", now, out)
         if text:
             out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
+        self.state.awaiting_reply = True
 
     def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
         # A subagent's opening prompt is shown as agent text of that subagent (design §2).
@@ -318,13 +324,20 @@ class Mapper:
     # -- turns ------------------------------------------------------------------------------
 
     def _agent(self, out: Out, ev: Event, now: int, subagent: str | None, uuid: str | None) -> None:
-        turn = self.state.turn
-        if turn is None:  # turns start lazily, on the first agent output (seed 000)
-            turn = self.state.turn = self._new_id()
-            out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
+        turn = self._turn(now, out)
         out.append(self._make.agent(ev, turn=turn, time=now, subagent=subagent, claude_uuid=uuid))
 
+    def _turn(self, now: int, out: Out) -> str:
+        """The open turn; turns start lazily, on the first agent output (seed 000)."""
+        turn = self.state.turn
+        if turn is None:
+            turn = self.state.turn = self._new_id()
+            self.state.awaiting_reply = False
+            out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
+        return turn
+
     def _end_turn(self, status: TurnStatus, now: int, out: Out) -> None:
+        self.state.awaiting_reply = False  # ended in-band (interrupt, turn_duration) or just now
         turn = self.state.turn
         if turn is not None:
             out.append(self._make.agent(TurnEndEv(status=status), turn=turn, time=now))

@@ -57,7 +57,7 @@ class LocalTracker:
         self.session_id = ids()
         self.store.create_session(self.session_id, cwd=str(cfg.cwd), started_at=clock())
         self.sink = FanOut(self._sinks())
-        self.mirror = Mirror(Mapper(ids), self.sink, clock, ids)
+        self.mirror = Mirror(Mapper(ids), self.sink, clock)
         self._watcher = make_watcher()
         self.scanner = TranscriptScanner(SessionFiles(), self._watcher)
         self._hooks = LineTail(hook_events)
