@@ -4,6 +4,9 @@ Waits are bounded and event-driven: on screen output (compared without ANSI sequ
 whitespace, since the TUI moves the cursor instead of printing spaces) or on the envelopes in
 the `--happy-events` file, read while the PTY output is drained.
 
+``terminal_replies`` answers terminal queries (e.g. the kitty keyboard flags query ``CSI ? u``) the way
+a real terminal would, so the TUI switches on what it would switch on there.
+
 With ``wrap_stty=True`` happy runs inside ``sh -c 'echo BEFORE $(stty -g); happy …; echo RC=$? AFTER
 $(stty -g)'`` on the pexpect PTY (the "user's terminal"), so a test can compare the terminal settings
 from before and after the run: the same shell, on the same terminal, prints both.
@@ -19,7 +22,7 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,7 @@ class HappyTui:
         env: dict[str, str] | None = None,
         dimensions: tuple[int, int] = (40, 120),
         wrap_stty: bool = False,
+        terminal_replies: Mapping[bytes, bytes] | None = None,
     ) -> None:
         self.cenv = cenv
         self.home = home
@@ -74,6 +78,8 @@ class HappyTui:
         self._pids: set[int] = set()  # happy and Claude, once seen: killed on teardown if still there
         self.seen = ""
         self.raw = bytearray()  # every byte the terminal received, undecoded
+        # Answers to the terminal queries a TUI sends (query -> reply), as a real terminal would give.
+        self.replies = dict(terminal_replies or {})
         if wrap_stty:
             inner = shlex.join([happy_executable(), *argv])
             script = f'echo "BEFORE $(stty -g)"; {inner}; echo "RC=$? AFTER $(stty -g)"'
@@ -126,8 +132,13 @@ class HappyTui:
             return True
         except pexpect.EOF:
             return False
+        start = len(self.raw)
         self.raw += data
         self.seen += data.decode("utf-8", "replace")
+        for query, reply in self.replies.items():
+            # Occurrences that end in the new bytes (a query may straddle two reads).
+            for _ in range(self.raw.count(query, max(0, start - len(query) + 1))):
+                self.child.send(reply)
         return True
 
     def expect_screen(self, needle: str, timeout: float = 20, since: int = 0) -> None:
