@@ -193,10 +193,9 @@ _MODE_SEQ = re.compile(rb"\x1b\[([?<>=])([0-9;:]*)([hlum])")
 # the primary device attributes query Claude sends after it (`CSI c`, the "end of replies" marker).
 # Claude then pushes kitty flags and turns on modifyOtherKeys, as in kitty, WezTerm, foot or Ghostty.
 KITTY_TERMINAL = {b"\x1b[?u": b"\x1b[?0u", b"\x1b[c": b"\x1b[?62;22c"}
-# What Claude turns on and happy does not undo after a crash (see the xfail tests below).
+# Modes Claude turns on that are easy to miss (each has its own test below).
 THEME_NOTIFICATIONS = "?2031"
 MODIFY_OTHER_KEYS = ">4"
-KNOWN_GAPS = {THEME_NOTIFICATIONS, MODIFY_OTHER_KEYS}
 
 
 def leftover_modes(data: bytes) -> set[str]:
@@ -680,28 +679,18 @@ def test_claude_sigkill_mid_turn(sigkill_run: KilledRun) -> None:
     # bracketed paste, kitty keyboard flags, …), happy switched them off, and the termios settings are
     # back to what they were.
     assert {"?1049", "?2004", "kitty"} <= leftover_modes(run.output_at_kill)
-    assert leftover_modes(run.output) - KNOWN_GAPS == set()
+    assert leftover_modes(run.output) == set()
     assert run.stty_before is not None
     assert run.stty_after == run.stty_before
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(
-    strict=True,
-    reason="product gap: local/terminal.py does not track DEC mode 2031 (theme-change notifications), "
-    "which Claude enables; after a crash the terminal keeps sending CSI ?997;Nn reports to the shell",
-)
 def test_sigkill_resets_theme_notifications(sigkill_run: KilledRun) -> None:
     assert THEME_NOTIFICATIONS in leftover_modes(sigkill_run.output_at_kill)
     assert THEME_NOTIFICATIONS not in leftover_modes(sigkill_run.output)
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(
-    strict=True,
-    reason="product gap: local/terminal.py does not track modifyOtherKeys (CSI > 4 ; 2 m), which Claude "
-    "enables in kitty-protocol terminals; after a crash modified keys reach the shell as CSI 27;… sequences",
-)
 def test_sigkill_resets_modify_other_keys(sigkill_run: KilledRun) -> None:
     assert MODIFY_OTHER_KEYS in leftover_modes(sigkill_run.output_at_kill)
     assert MODIFY_OTHER_KEYS not in leftover_modes(sigkill_run.output)

@@ -326,6 +326,13 @@ def test_modes_left_on_are_reset_in_a_safe_order() -> None:
     assert tracked(b"\x1b[?1000;1006h\x1b[?1004h\x1b[?1h") == b"\x1b[?1006l\x1b[?1000l\x1b[?1004l\x1b[?1l"
 
 
+def test_theme_notifications_and_modify_other_keys_are_reset() -> None:
+    assert tracked(b"\x1b[?2031h\x1b[>4;2m") == b"\x1b[?2031l\x1b[>4m"
+    assert tracked(b"\x1b[?2031h\x1b[>4;2m", b"\x1b[?2031l\x1b[>4;0m") == b""
+    assert tracked(b"\x1b[>4;1m", b"\x1b[>4m") == b""  # `CSI > 4 m`: back to the default (off)
+    assert tracked(b"\x1b[>1;2m\x1b[38;2;1;2;3m") == b""  # other xterm resources, SGR colours
+
+
 def test_sequences_split_across_chunks_are_tracked() -> None:
     stream = b"abc\x1b[?1049h\x1b[>5u\x1b[?2004hxyz\x1b[?25l\x1b[38;5;12mdone"
     for cut in range(len(stream) + 1):

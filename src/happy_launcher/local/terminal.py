@@ -25,12 +25,15 @@ _DEFAULT_SIZE = (24, 80)
 # DEC private modes (CSI ? n h / CSI ? n l) whose "on" state must not outlive the child.
 _ALT_SCREEN_MODES = (1049, 1047, 47)  # in preferred order for leaving: 1049 also restores the cursor
 _MOUSE_MODES = (1016, 1015, 1006, 1005, 1003, 1002, 1000)  # encodings first, then reporting
-_OTHER_MODES = (2004, 1004, 1)  # bracketed paste, focus events, application cursor keys
+# bracketed paste, focus events, theme-change notifications, application cursor keys
+_OTHER_MODES = (2004, 1004, 2031, 1)
 _CURSOR_VISIBLE = 25  # tracked inverted: `?25l` hides the cursor
 _TRACKED_MODES = frozenset((*_ALT_SCREEN_MODES, *_MOUSE_MODES, *_OTHER_MODES, _CURSOR_VISIBLE))
 
-# The few CSI shapes that matter: private-prefixed mode set/reset and kitty keyboard stack ops.
-_CSI = re.compile(rb"\x1b\[([<=>?])([0-9;:]*)([hlu])")
+# The few CSI shapes that matter: private-prefixed mode set/reset, kitty keyboard stack ops and
+# xterm's modifyOtherKeys (`CSI > 4 ; n m`). Plain SGR (`CSI … m`) has no prefix: never matched.
+_CSI = re.compile(rb"\x1b\[([<=>?])([0-9;:]*)([hlum])")
+_MODIFY_OTHER_KEYS = 4
 # What a tracked sequence can look like when a chunk boundary cuts it short.
 _PARTIAL_CSI = re.compile(rb"\x1b(?:\[(?:[<=>?][0-9;:]*)?)?")
 _MAX_TAIL = 64  # longer "partial" sequences are not ones we track
@@ -48,6 +51,7 @@ class ModeTracker:
         # kitty keyboard protocol: the main and alternate screens keep independent flag stacks.
         self._kitty_depth = {False: 0, True: 0}
         self._kitty_base_set = {False: False, True: False}
+        self._modify_other_keys = False
         self._tail = b""
 
     @property
@@ -62,6 +66,11 @@ class ModeTracker:
         self._tail = _incomplete_tail(data)
 
     def _apply(self, prefix: bytes, params: bytes, final: bytes) -> None:
+        if final == b"m":
+            numbers = _int_params(params)
+            if prefix == b">" and numbers and numbers[0] == _MODIFY_OTHER_KEYS:
+                self._modify_other_keys = len(numbers) > 1 and numbers[1] != 0
+            return
         if prefix == b"?":
             if final != b"u":  # `CSI ? u` is a kitty flags query: nothing changes
                 on = final == b"h"
@@ -94,6 +103,8 @@ class ModeTracker:
             leave = next(m for m in _ALT_SCREEN_MODES if self._modes.get(m))
             out.append(b"\x1b[?%dl" % leave)
         out.append(self._kitty_reset(screen=False))
+        if self._modify_other_keys:
+            out.append(b"\x1b[>4m")
         if self._modes.get(_CURSOR_VISIBLE) is False:
             out.append(b"\x1b[?25h")
         return b"".join(out)
