@@ -7,8 +7,6 @@ watchfiles was not used because it delivers changes in batches at least `step` m
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import errno
 import os
 import struct
 from pathlib import Path
@@ -49,10 +47,9 @@ class PollingWatcher:
 
 class InotifyWatcher:
     def __init__(self) -> None:
-        libc_name = ctypes.util.find_library("c")
-        if libc_name is None:
-            raise OSError(errno.ENOSYS, "libc not found")
-        self._libc = ctypes.CDLL(libc_name, use_errno=True)
+        # The running program's own symbols include libc's (ctypes.util.find_library would
+        # fork `ldconfig -p` to find the same library).
+        self._libc = ctypes.CDLL(None, use_errno=True)
         fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             err = ctypes.get_errno()

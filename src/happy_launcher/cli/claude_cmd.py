@@ -31,6 +31,9 @@ def run(argv: Sequence[str]) -> int:
         home = ensure_home(args.options.home or happy_home(env))
         _log_to(home / LOG_FILE)
         cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home)
+        # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
+        # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
+        sys.setswitchinterval(0.001)
         return anyio.run(run_local, cfg)
     except HappyError as error:
         sys.stderr.write(f"happy: {error}\n")

@@ -60,7 +60,9 @@ class ModeTracker:
 
     def feed(self, chunk: bytes) -> None:
         data = self._tail + chunk if self._tail else chunk
-        if b"\x1b[" in data:
+        # One-byte needle: CPython searches it with memchr (~1 µs for 64 KiB); `b"\x1b[" in`
+        # takes ~45 µs, a tenth of the pump's time on bulk output.
+        if b"\x1b" in data:
             for match in _CSI.finditer(data):
                 self._apply(match.group(1), match.group(2), match.group(3))
         self._tail = _incomplete_tail(data)
