@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from happy_launcher.claude.session_files import SessionFiles
+import pytest
+
+from happy_launcher.claude.session_files import HOLD_MAX, SessionFiles
 from tests.support.transcripts import assistant, subagent_paths, user, write_jsonl, write_subagent
 
 
@@ -103,3 +105,71 @@ def test_late_subagent_file_and_meta_are_picked_up(tmp_path: Path) -> None:
     meta.write_text('{"toolUseId": "toolu_L"}')
     records = list(files.read_new())
     assert [(r.uuid, r.parent_tool_use_id) for r in records] == [("s1", "toolu_L")]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def racing_session(tmp_path: Path) -> tuple[Path, Path]:
+    """The main file already has the Agent's result; the subagent file lacks its final answer
+    (Claude's write cycle appended the main file first)."""
+    main = tmp_path / "s1.jsonl"
+    agent = {"type": "tool_use", "id": "toolu_A", "name": "Agent", "input": {"prompt": "p"}}
+    result = [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "done"}]
+    write_jsonl(
+        main,
+        [
+            user("u1", "go"),
+            assistant("a1", agent),
+            user("r1", result, toolUseResult={"status": "completed", "agentId": "abc"}),
+            assistant("a2", {"type": "text", "text": "after"}, stop_reason="end_turn"),
+        ],
+    )
+    sub_records = [
+        user("s1", "p", isSidechain=True),
+        assistant("s2", {"type": "thinking", "thinking": "t"}, stop_reason="end_turn", isSidechain=True),
+    ]
+    sub = write_subagent(main, "abc", "toolu_A", sub_records)
+    return main, sub
+
+
+FINAL = assistant("s3", {"type": "text", "text": "the answer"}, stop_reason="end_turn", isSidechain=True)
+
+
+def test_live_reading_holds_the_stopping_record_until_the_final_answer(tmp_path: Path) -> None:
+    main, sub = racing_session(tmp_path)
+    clock = FakeClock()
+    files = SessionFiles(clock=clock)
+    files.add_main(main)
+    assert uuids(files) == ["u1", "a1", "s1", "s2"]  # r1 and what follows wait
+    assert files.hold_wait() == pytest.approx(HOLD_MAX)
+    clock.now += 0.1
+    assert uuids(files) == []
+    write_jsonl(sub, [FINAL], append=True)
+    assert uuids(files) == ["s3", "r1", "a2"]
+    assert files.hold_wait() is None
+
+
+def test_held_records_are_released_after_hold_max(tmp_path: Path) -> None:
+    main, _ = racing_session(tmp_path)
+    clock = FakeClock()
+    files = SessionFiles(clock=clock)
+    files.add_main(main)
+    assert uuids(files) == ["u1", "a1", "s1", "s2"]
+    clock.now += HOLD_MAX
+    assert uuids(files) == ["r1", "a2"]
+
+
+def test_final_read_and_replay_never_hold(tmp_path: Path) -> None:
+    main, _ = racing_session(tmp_path)
+    live = SessionFiles(clock=FakeClock())
+    live.add_main(main)
+    assert [r.uuid for r in live.read_new(final=True)] == ["u1", "a1", "s1", "s2", "r1", "a2"]
+    finished = SessionFiles()  # no clock: the files are complete (happy replay)
+    finished.add_main(main)
+    assert uuids(finished) == ["u1", "a1", "s1", "s2", "r1", "a2"]

@@ -33,10 +33,10 @@ class TranscriptScanner:
         if self.files.add_main(path, skip_existing=skip_existing):
             self._kick.set()
 
-    def scan(self) -> list[Record]:
-        """Everything new right now (also used for the final read before a turn is closed)."""
+    def scan(self, *, final: bool = False) -> list[Record]:
+        """Everything new right now; `final` once Claude has exited (nothing is held back)."""
         self._watcher.watch(self._directories())
-        return list(self.files.read_new())
+        return list(self.files.read_new(final=final))
 
     async def run(
         self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -48,7 +48,8 @@ class TranscriptScanner:
             batch = self.scan()
             if batch:
                 await deliver(batch)
-            with anyio.move_on_after(self._poll_interval):
+            held = self.files.hold_wait()
+            with anyio.move_on_after(self._poll_interval if held is None else min(held, self._poll_interval)):
                 await self._wait_for_change()
 
     async def _wait_for_change(self) -> None:

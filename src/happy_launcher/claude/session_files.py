@@ -6,10 +6,17 @@ each main file has subagent files in `<session-id>/subagents/agent-<agentId>.jso
 stay watched: Claude can still append to them (design §3).
 
 This is the synchronous core shared by `happy replay` and the live scanner.
+
+Live ordering (design §3): Claude flushes the main file and a subagent's file in the same write
+cycle, and inotify can wake us between the two appends. So, when reading live (with a clock), the
+main record that stops a foreground subagent waits, with the main records after it, until that
+subagent's file shows its final answer, at most HOLD_MAX seconds: its last records are never
+mapped after its `stop` (which would drop them).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +27,7 @@ import orjson
 from happy_launcher.claude.records import Malformed, Record, parse_line, record_key, stopping_agent_id
 from happy_launcher.claude.tail import LineTail
 
+HOLD_MAX = 0.3  # three of Claude's 100 ms transcript flush intervals
 _AGENT_PREFIX = "agent-"
 _JSONL = ".jsonl"
 
@@ -40,6 +48,7 @@ class _SubagentFile:
     tail: LineTail
     meta_path: Path
     tool_use_id: str | None = None
+    answered: bool = False  # the last record read is the subagent's final answer
 
     def tag(self) -> str | None:
         if self.tool_use_id is None:
@@ -57,6 +66,20 @@ class _MainFile:
     tail: LineTail
     subagents_dir: Path
     subagents: dict[str, _SubagentFile] = field(default_factory=dict)
+    held: list[Record] = field(default_factory=list)  # waiting for a subagent's last records
+    held_since: float | None = None
+
+
+def _is_final_answer(record: Record) -> bool:
+    if record.kind != "assistant":
+        return False
+    if record.data.get("isApiErrorMessage") is True:
+        return True
+    content = record.content
+    has_text = isinstance(content, str) or any(
+        isinstance(b, dict) and b.get("type") == "text" for b in content or []
+    )
+    return has_text and record.message.get("stop_reason") == "end_turn"
 
 
 def _untagged() -> str | None:
@@ -64,10 +87,15 @@ def _untagged() -> str | None:
 
 
 class SessionFiles:
-    def __init__(self, processed: set[str] | None = None) -> None:
+    def __init__(
+        self, processed: set[str] | None = None, *, clock: Callable[[], float] | None = None
+    ) -> None:
+        """`clock` (monotonic seconds) makes this a live reader, which may hold records back
+        briefly (see the module docstring); without one, files are read as finished."""
         self.processed: set[str] = processed if processed is not None else set()
         self.stats = ReadStats()
         self._mains: dict[Path, _MainFile] = {}
+        self._clock = clock
 
     @property
     def paths(self) -> list[Path]:
@@ -82,22 +110,33 @@ class SessionFiles:
         main = _MainFile(LineTail(path), path.with_suffix("") / "subagents")
         self._mains[path] = main
         if skip_existing:
-            for _ in self._read_main(main, emit=False):
+            for _ in self._read_main(main, hold=False):
                 pass
             self._discover(main)
             for sub in main.subagents.values():
-                for _ in self._read_file(sub.tail, sub.tag, emit=False):
+                for _ in self._read_sub(sub):
                     pass
         return True
 
-    def read_new(self) -> Iterator[Record]:
+    def read_new(self, *, final: bool = False) -> Iterator[Record]:
         """Every record appended since the last call, deduplicated, in a causal order: main
-        files first, and a subagent's file drained before the main record that stops it."""
+        files first, and a subagent's file drained before the main record that stops it.
+        `final`: the writer is gone, release whatever was held back."""
+        hold = self._clock is not None and not final
         for main in list(self._mains.values()):
-            yield from self._read_main(main, emit=True)
+            yield from self._read_main(main, hold=hold)
             self._discover(main)
             for sub in list(main.subagents.values()):
-                yield from self._read_file(sub.tail, sub.tag, emit=True)
+                yield from self._read_sub(sub)
+            if main.held:  # what the subagents just wrote may release it
+                yield from self._read_main(main, hold=hold)
+
+    def hold_wait(self) -> float | None:
+        """Seconds until held records are released anyway, if any are held."""
+        if self._clock is None:
+            return None
+        since = [m.held_since for m in self._mains.values() if m.held_since is not None]
+        return max(0.0, min(since) + HOLD_MAX - self._clock()) if since else None
 
     def finish(self) -> Iterator[Record]:
         """End of reading finished files: the unfinished last line of each file, if any."""
@@ -111,23 +150,44 @@ class SessionFiles:
                     elif self._fresh(parsed):
                         yield parsed
 
-    def _read_main(self, main: _MainFile, *, emit: bool) -> Iterator[Record]:
-        for record in self._read_file(main.tail, _untagged, emit=emit):
+    def _read_main(self, main: _MainFile, *, hold: bool) -> Iterator[Record]:
+        queued, main.held = main.held, []
+        for record in itertools.chain(queued, self._read_file(main.tail, _untagged)):
+            if main.held:  # behind a held record: keep the order
+                main.held.append(record)
+                continue
             agent_id = stopping_agent_id(record)
             if agent_id is not None:
                 sub = self._subagent(main, agent_id)
                 if sub is not None:
-                    yield from self._read_file(sub.tail, sub.tag, emit=emit)
+                    yield from self._read_sub(sub)
+                if hold and sub is not None and not sub.answered and self._within_hold(main):
+                    main.held.append(record)
+                    continue
+            yield record
+        if not main.held:
+            main.held_since = None
+
+    def _within_hold(self, main: _MainFile) -> bool:
+        assert self._clock is not None
+        now = self._clock()
+        if main.held_since is None:
+            main.held_since = now
+        return now < main.held_since + HOLD_MAX
+
+    def _read_sub(self, sub: _SubagentFile) -> Iterator[Record]:
+        for record in self._read_file(sub.tail, sub.tag):
+            sub.answered = _is_final_answer(record)
             yield record
 
-    def _read_file(self, tail: LineTail, tag: Callable[[], str | None], *, emit: bool) -> Iterator[Record]:
+    def _read_file(self, tail: LineTail, tag: Callable[[], str | None]) -> Iterator[Record]:
         while lines := tail.read_lines():
             parent = tag()
             for line in lines:
                 parsed = parse_line(line, parent_tool_use_id=parent)
                 if isinstance(parsed, Malformed):
                     self.stats.count_malformed(parsed.reason)
-                elif self._fresh(parsed) and emit:
+                elif self._fresh(parsed):
                     yield parsed
 
     def _fresh(self, record: Record) -> bool:

@@ -4,6 +4,7 @@ tail its transcripts, and mirror them to the store and the events file."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import anyio
@@ -59,7 +60,7 @@ class LocalTracker:
         self.sink = FanOut(self._sinks())
         self.mirror = Mirror(Mapper(ids), self.sink, clock)
         self._watcher = make_watcher()
-        self.scanner = TranscriptScanner(SessionFiles(), self._watcher)
+        self.scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
         self._hooks = LineTail(hook_events)
         self._replay_existing = cfg.args.options.replay_existing
         self._follow_expected(launch)
@@ -133,7 +134,7 @@ class LocalTracker:
         status = exit_status(child)
         try:
             self._read_hooks()  # a /clear just before exit names a file we must still read
-            self.mirror.deliver(self.scanner.scan())
+            self.mirror.deliver(self.scanner.scan(final=True))
             self.mirror.close_turn(status)
             self.store.save_mapper_state(self.session_id, _state_json(self.mirror.mapper))
             self.store.end_session(self.session_id, status, self._clock())
