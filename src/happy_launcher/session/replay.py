@@ -5,6 +5,7 @@ Envelope times are the records' own timestamps, so a replay is deterministic but
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,8 +62,9 @@ class Replay:
         return out
 
 
-def open_transcript(path: Path) -> SessionFiles:
-    """SessionFiles for one transcript, or InputFileError if it cannot be read."""
+def open_transcript(path: Path, *, live: bool = False) -> SessionFiles:
+    """SessionFiles for one transcript (`live`: still being written), or InputFileError if it
+    cannot be read."""
     try:
         with path.open("rb"):
             pass
@@ -72,7 +74,7 @@ def open_transcript(path: Path) -> SessionFiles:
         raise InputFileError(f"{path} is a directory; give the session's .jsonl file") from None
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    files = SessionFiles()
+    files = SessionFiles(clock=time.monotonic if live else None)
     files.add_main(path)
     return files
 
@@ -108,7 +110,7 @@ async def follow_file(path: Path, ids: IdFactory, out: BinaryIO, summary: list[R
     from happy_launcher.claude.scanner import TranscriptScanner
     from happy_launcher.claude.watch import make_watcher
 
-    files = open_transcript(path)
+    files = open_transcript(path, live=True)
     replay = Replay(ids)
     watcher = make_watcher()
 
