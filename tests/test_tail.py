@@ -64,13 +64,3 @@ def test_oversized_line_is_skipped_and_counted(tmp_path: Path) -> None:
     tail = LineTail(p, max_line=1000)
     assert read_all(tail, chunk=512) == [b"a", b"b"]
     assert tail.stats.oversized == 1
-
-
-def test_skip_to_end(tmp_path: Path) -> None:
-    p = tmp_path / "t.jsonl"
-    p.write_bytes(b"a\nb\n")
-    tail = LineTail(p)
-    tail.skip_to_end()
-    with p.open("ab") as f:
-        f.write(b"c\n")
-    assert read_all(tail) == [b"c"]

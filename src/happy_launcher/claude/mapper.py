@@ -7,12 +7,11 @@ the envelopes it makes, so the same records always give the same stream. All sta
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from happy_launcher.claude.mapper_state import MapperState, OrphanLimits, Subagent
-from happy_launcher.claude.records import UNKNOWN, Record, text_of
+from happy_launcher.claude.records import UNKNOWN, Record, is_task_notification, notification_ids, text_of
 from happy_launcher.claude.titles import SUBAGENT_TOOLS, subagent_title, tool_title
 from happy_launcher.protocol import (
     Envelope,
@@ -41,8 +40,6 @@ _LOCAL_COMMAND_PREFIXES = (
     "<bash-stdout>",
     "<bash-stderr>",
 )
-_TOOL_USE_ID = re.compile(r"<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>")
-_TASK_ID = re.compile(r"<task-id>\s*([^<\s]+)\s*</task-id>")
 
 Out = list[Envelope]
 _Handler = Callable[[Record, int, Out], None]
@@ -104,8 +101,7 @@ class Mapper:
     def _user(self, record: Record, now: int, out: Out) -> None:
         if record.data.get("isMeta") is True:
             return
-        origin = record.data.get("origin")
-        if isinstance(origin, dict) and origin.get("kind") == "task-notification":
+        if is_task_notification(record):
             self._task_notification(record, now, out)
             return
         held, subagent = self._route(record)
@@ -235,12 +231,10 @@ class Mapper:
 
     def _task_notification(self, record: Record, now: int, out: Out) -> None:
         # A background agent finished: stop it; this is not a user prompt (design §2).
-        text = text_of(record.content)
-        state = self.state
-        match = _TOOL_USE_ID.search(text)
-        pid = match.group(1) if match and match.group(1) in state.subagents else None
-        if pid is None and (match := _TASK_ID.search(text)):
-            pid = state.agent_ids.get(match.group(1))
+        tool_use_id, agent_id = notification_ids(record)
+        pid = tool_use_id if tool_use_id in self.state.subagents else None
+        if pid is None and agent_id is not None:
+            pid = self.state.agent_ids.get(agent_id)
         if pid is not None:
             self._stop(pid, now, out)
 

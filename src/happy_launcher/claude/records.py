@@ -7,6 +7,7 @@ the handful of fields the mapper and scanner need. Unknown record types are kept
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -151,21 +152,21 @@ def text_of(content: str | list[Any] | None) -> str:
     return "\n".join(p for p in parts if isinstance(p, str))
 
 
-_TASK_ID_OPEN = "<task-id>"
-_TASK_ID_CLOSE = "</task-id>"
+_TOOL_USE_ID = re.compile(r"<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>")
+_TASK_ID = re.compile(r"<task-id>\s*([^<\s]+)\s*</task-id>")
 
 
-def notification_agent_id(record: Record) -> str | None:
-    """The agentId a background agent's `task-notification` user record reports, if any."""
+def is_task_notification(record: Record) -> bool:
+    """A user record announcing that a background agent finished (not a user prompt)."""
     origin = record.data.get("origin")
-    if record.kind != "user" or not isinstance(origin, dict) or origin.get("kind") != "task-notification":
-        return None
+    return record.kind == "user" and isinstance(origin, dict) and origin.get("kind") == "task-notification"
+
+
+def notification_ids(record: Record) -> tuple[str | None, str | None]:
+    """(the `Agent` tool_use id, the agentId) a task-notification names, where present."""
     text = text_of(record.content)
-    start = text.find(_TASK_ID_OPEN)
-    end = text.find(_TASK_ID_CLOSE, start)
-    if start < 0 or end < 0:
-        return None
-    return text[start + len(_TASK_ID_OPEN) : end].strip() or None
+    tool_use, task = _TOOL_USE_ID.search(text), _TASK_ID.search(text)
+    return (tool_use.group(1) if tool_use else None, task.group(1) if task else None)
 
 
 def stopping_agent_id(record: Record) -> str | None:
@@ -179,4 +180,4 @@ def stopping_agent_id(record: Record) -> str | None:
         if isinstance(agent_id, str) and result.get("status") != "async_launched":
             return agent_id
         return None
-    return notification_agent_id(record)
+    return notification_ids(record)[1] if is_task_notification(record) else None

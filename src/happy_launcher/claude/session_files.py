@@ -24,7 +24,14 @@ from pathlib import Path
 
 import orjson
 
-from happy_launcher.claude.records import Malformed, Record, parse_line, record_key, stopping_agent_id
+from happy_launcher.claude.records import (
+    Malformed,
+    Record,
+    parse_line,
+    record_key,
+    stopping_agent_id,
+    text_of,
+)
 from happy_launcher.claude.tail import LineTail
 
 HOLD_MAX = 0.3  # three of Claude's 100 ms transcript flush intervals
@@ -75,11 +82,7 @@ def _is_final_answer(record: Record) -> bool:
         return False
     if record.data.get("isApiErrorMessage") is True:
         return True
-    content = record.content
-    has_text = isinstance(content, str) or any(
-        isinstance(b, dict) and b.get("type") == "text" for b in content or []
-    )
-    return has_text and record.message.get("stop_reason") == "end_turn"
+    return bool(text_of(record.content)) and record.message.get("stop_reason") == "end_turn"
 
 
 def _untagged() -> str | None:

@@ -33,10 +33,6 @@ class LineTail:
     _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
     _ident: tuple[int, int] | None = None
 
-    @property
-    def exists(self) -> bool:
-        return self.path.exists()
-
     def read_lines(self, chunk: int = CHUNK) -> list[bytes]:
         """The complete lines (without newlines) appended since the last call, up to ~`chunk`
         bytes of input; [] when nothing new. Call again until it returns []."""
@@ -63,11 +59,6 @@ class LineTail:
         self._parts.clear()
         self._partial_size = 0
         return line
-
-    def skip_to_end(self) -> None:
-        """Treat everything currently in the file as read."""
-        while self.read_lines():
-            pass
 
     def _check_identity(self, st: os.stat_result) -> None:
         ident = (st.st_dev, st.st_ino)

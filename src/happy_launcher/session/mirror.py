@@ -7,7 +7,6 @@ and the dedupe keys (design §5).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record, record_key
@@ -15,19 +14,11 @@ from happy_launcher.protocol import Clock, Envelope, TurnStatus
 from happy_launcher.session.sinks import EnvelopeSink
 
 
-@dataclass(slots=True)
-class MirrorStats:
-    records: int = 0
-    envelopes: int = 0
-    turns_closed: dict[str, int] = field(default_factory=dict)
-
-
 class Mirror:
     def __init__(self, mapper: Mapper, sink: EnvelopeSink, clock: Clock) -> None:
         self.mapper = mapper
         self._sink = sink
         self._clock = clock
-        self.stats = MirrorStats()
 
     def deliver(self, records: Iterable[Record]) -> list[Envelope]:
         """Map records and write their envelopes together with their dedupe keys."""
@@ -35,7 +26,6 @@ class Mirror:
         keys: list[str] = []
         feed, now = self.mapper.feed, self._clock()
         for record in records:
-            self.stats.records += 1
             envelopes += feed(record, now)
             key = record_key(record)
             if key is not None:
@@ -48,10 +38,8 @@ class Mirror:
         """End what is open (active subagents, then the turn) with `status`."""
         envelopes = self.mapper.close_turn(status, self._clock())
         if envelopes:
-            self.stats.turns_closed[status] = self.stats.turns_closed.get(status, 0) + 1
             self._write(envelopes, [])
         return envelopes
 
     def _write(self, envelopes: list[Envelope], keys: list[str]) -> None:
-        self.stats.envelopes += len(envelopes)
         self._sink.write(envelopes, keys)

@@ -13,7 +13,9 @@ from typing import BinaryIO
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record
+from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
+from happy_launcher.claude.watch import make_watcher
 from happy_launcher.errors import InputFileError
 from happy_launcher.protocol import Envelope, IdFactory
 
@@ -107,9 +109,6 @@ def summarize(files: SessionFiles, replay: Replay) -> ReplaySummary:
 async def follow_file(path: Path, ids: IdFactory, out: BinaryIO, summary: list[ReplaySummary]) -> None:
     """Replay, then keep tailing the transcript and its subagent files until cancelled. A turn
     still open stays open (more records may come). `summary` receives the figures on the way out."""
-    from happy_launcher.claude.scanner import TranscriptScanner
-    from happy_launcher.claude.watch import make_watcher
-
     files = open_transcript(path, live=True)
     replay = Replay(ids)
     watcher = make_watcher()
