@@ -1,5 +1,5 @@
-"""Local mode with a stand-in Claude (HAPPY_CLAUDE_PATH): failures of happy's own parts never
-end or change the user's Claude session."""
+"""`happy claude` with a stand-in Claude (HAPPY_CLAUDE_PATH), run without a terminal: failures of
+happy's own parts never end or change the user's Claude session."""
 
 from __future__ import annotations
 
@@ -50,8 +50,20 @@ def test_exit_code_and_arguments_pass_through(tmp_path: Path) -> None:
     result = run_happy(tmp_path, claude, "--model", "x", "--yolo", "a prompt")
     assert result.returncode == 3
     args = result.stdout.split("args: ", 1)[1].split()
-    assert args[0] == "--session-id" and args[2] == "--settings"
-    assert args[4:] == ["--model", "x", "--dangerously-skip-permissions", "a", "prompt"]
+    # No terminal: no settings overlay (no hook), only the pre-assigned session id is added.
+    assert args[0] == "--session-id"
+    assert args[2:] == ["--model", "x", "--dangerously-skip-permissions", "a", "prompt"]
     assert result.stderr == ""
-    # The run files (hook events, settings overlay) are removed at exit.
-    assert list((tmp_path / "happy" / "run").iterdir()) == []
+    assert list((tmp_path / "happy" / "run").iterdir()) == []  # nothing left behind
+
+
+def test_the_users_settings_pass_through_unchanged(tmp_path: Path) -> None:
+    claude = stand_in(tmp_path, 'echo "args: $*"')
+    result = run_happy(tmp_path, claude, "--settings", '{"a":1}', "-p", "hi")
+    assert result.stdout.split("args: ", 1)[1].split()[2:] == ["--settings", '{"a":1}', "-p", "hi"]
+
+
+def test_a_missing_claude_says_how_to_install(tmp_path: Path) -> None:
+    result = run_happy(tmp_path, tmp_path / "nowhere" / "claude", "-p", "hi")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("happy: HAPPY_CLAUDE_PATH=") and "does not exist" in result.stderr

@@ -19,6 +19,7 @@ from happy_launcher.protocol import (
     TurnStartEv,
     parse_envelope,
 )
+from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.sinks import FanOut, JsonLinesSink, MemorySink, StoreSink
 from happy_launcher.session.store import SessionStore
 
@@ -66,11 +67,11 @@ def test_store_sink_commits_envelopes_with_keys(store: SessionStore, factory: En
 def test_json_lines_file_appends_one_envelope_per_line(tmp_path: Path, factory: EnvelopeFactory) -> None:
     path = tmp_path / "events.jsonl"
     first, second = batch(factory, "a"), batch(factory, "b\nc")
-    sink = JsonLinesSink(path)
+    sink = JsonLinesSink(open_events_output(str(path)))
     sink.write(first)
     sink.write([], ["k"])
     sink.close()
-    sink = JsonLinesSink(str(path))  # a relaunch appends, never truncates
+    sink = JsonLinesSink(open_events_output(str(path)))  # a relaunch appends, never truncates
     sink.write(second)
     sink.close()
     lines = path.read_bytes().splitlines()
@@ -78,11 +79,11 @@ def test_json_lines_file_appends_one_envelope_per_line(tmp_path: Path, factory: 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_json_lines_dash_writes_to_stdout_fd(factory: EnvelopeFactory) -> None:
+def test_json_lines_to_an_inherited_fd(factory: EnvelopeFactory) -> None:
     read_end, write_end = os.pipe()
     try:
         sent = batch(factory, "a")
-        sink = JsonLinesSink("-", stdout_fd=write_end)
+        sink = JsonLinesSink(open_events_output(f"fd:{write_end}"))
         sink.write(sent)
         sink.close()  # does not close the fd it was given
         os.write(write_end, b"")
@@ -99,20 +100,45 @@ def test_json_lines_closed_pipe_disables_with_one_log_line(
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        sink = JsonLinesSink("-", stdout_fd=write_end)
+        sink = JsonLinesSink(open_events_output(f"fd:{write_end}"))
         sink.write(batch(factory, "a"))
         sink.write(batch(factory, "b"))
     finally:
         os.close(write_end)
     assert records(caplog) == [
-        "events stdout: the reader closed the pipe; no more envelopes are written there"
+        f"events fd:{write_end}: the reader closed the pipe; no more envelopes are written there"
     ]
 
 
-def test_json_lines_unopenable_path_is_a_usage_error(tmp_path: Path) -> None:
+def test_events_output_unopenable_path_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    with pytest.raises(UsageError, match="--happy-events"):
-        JsonLinesSink(tmp_path / "file" / "events.jsonl")
+    with pytest.raises(UsageError, match=r"cannot open events file .*fd:3 3>events\.jsonl"):
+        open_events_output(str(tmp_path / "file" / "events.jsonl"))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("-", "would mix envelopes into Claude's own output"),
+        ("fd:1", "fd 0-2 belong to Claude"),
+        ("fd:x", "must be a number"),
+        ("fd:987", "fd 987 is not open"),
+    ],
+)
+def test_events_output_refuses_what_cannot_work(spec: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        open_events_output(spec)
+
+
+def test_events_output_refuses_a_read_only_fd(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_text("")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(UsageError, match="open for reading only"):
+            open_events_output(f"fd:{fd}")
+    finally:
+        os.close(fd)
 
 
 def test_fanout_disables_a_failing_best_effort_sink(

@@ -255,7 +255,7 @@ def free_disk(store: SessionStore) -> None:
 def test_home_under_a_regular_file(tmp_path: Path) -> None:
     # Root ignores permission bits, so a path that cannot be a directory stands in for them.
     (tmp_path / "file").write_text("")
-    with pytest.raises(StoreError, match=r"check the permissions.*HAPPY_HOME_DIR"):
+    with pytest.raises(StoreError, match=r"check its permissions.*HAPPY_HOME_DIR"):
         SessionStore.open(tmp_path / "file" / "happy")
     with pytest.raises(StoreError, match=r"not a directory.*HAPPY_HOME_DIR"):
         SessionStore.open(tmp_path / "file")

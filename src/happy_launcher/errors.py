@@ -33,3 +33,7 @@ class StoreFullError(StoreError):
 
 class StoreConflictError(StoreError):
     """A write contradicts the store (duplicate id, unknown session). Retrying cannot help."""
+
+
+class ClaudeLaunchError(HappyError):
+    """Claude could not be started."""

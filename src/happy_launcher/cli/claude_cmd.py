@@ -1,23 +1,19 @@
-"""`happy claude [claude flags…]`: parse, build the config, run local mode. Kept lean: Claude's
-start-up must not wait for imports it does not need."""
+"""`happy claude [claude flags…]`: parse, build the config, run Claude. Kept lean: Claude's
+start-up must not wait for imports it does not need, so each mode imports its own modules."""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import anyio
-
 from happy_launcher.claude.binary import find_claude
-from happy_launcher.errors import HappyError
-from happy_launcher.local.args import HELP, parse_happy_claude_args
-from happy_launcher.session.home import ensure_home, happy_home
-from happy_launcher.session.local import LocalConfig, run_local
-
-LOG_FILE = "happy.log"
+from happy_launcher.errors import HappyError, StoreError, UsageError
+from happy_launcher.local.args import HELP, ClaudeArgs, parse_happy_claude_args
+from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.events_output import open_events_output
+from happy_launcher.session.home import ensure_home, happy_home, run_dir
 
 
 def run(argv: Sequence[str]) -> int:
@@ -28,22 +24,45 @@ def run(argv: Sequence[str]) -> int:
             return 0
         env = dict(os.environ)
         binary = find_claude(env)
-        home = ensure_home(args.options.home or happy_home(env))
-        _log_to(home / LOG_FILE)
-        cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home)
-        # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
-        # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
-        sys.setswitchinterval(0.001)
-        return anyio.run(run_local, cfg)
+        home = _usable_home(args, env)
+        events = open_events_output(args.options.events) if args.options.events is not None else None
+        cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
+        # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
+        # is: no PTY, no terminal handling, byte for byte what `claude` would print.
+        if args.headless or not (os.isatty(0) and os.isatty(1)):
+            from happy_launcher.session.headless import run_headless
+
+            return run_headless(cfg)
+        return _run_tui(cfg)
     except HappyError as error:
         sys.stderr.write(f"happy: {error}\n")
         return error.exit_code
 
 
-def _log_to(path: Path) -> None:
-    # Never the terminal: it belongs to Claude's TUI while it runs.
-    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
-    root = logging.getLogger("happy_launcher")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
+    """happy's state directory, ready for this run; None (after one line on stderr) when it cannot
+    be used: happy's own failures never keep Claude from running, it just runs unmirrored. Asking
+    for --happy-events makes mirroring essential: then it is an error (exit 2)."""
+    try:
+        home = ensure_home(args.options.home or happy_home(env))
+        run_dir(home)  # a real write: a read-only or full home fails here, before Claude starts
+    except StoreError as exc:
+        if args.options.events is not None:
+            raise UsageError(f"{exc} (needed for --happy-events)") from None
+        sys.stderr.write(f"happy: {exc}; running Claude without mirroring\n")
+        return None
+    return home
+
+
+def _run_tui(cfg: LocalConfig) -> int:
+    import anyio
+
+    from happy_launcher.session.local import run_local
+    from happy_launcher.session.logfile import log_to
+
+    if cfg.home is not None:
+        log_to(cfg.home)
+    # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
+    # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
+    sys.setswitchinterval(0.001)
+    return anyio.run(run_local, cfg)

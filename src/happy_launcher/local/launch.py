@@ -60,9 +60,10 @@ def relaunch(session_id: str) -> Launch:
 
 
 def claude_argv(
-    binary: str | os.PathLike[str], args: ClaudeArgs, launch: Launch, *, settings: str
+    binary: str | os.PathLike[str], args: ClaudeArgs, launch: Launch, *, settings: str | None
 ) -> list[str]:
-    """The full argv of one launch: binary, session flags, ONE ``--settings``, then the passthrough.
+    """The full argv of one launch: binary, session flags, ONE ``--settings`` (if any), then the
+    passthrough.
 
     Session flags come first and are followed by ``--settings``, so a bare ``--resume`` can never take a
     passthrough token as its value.
@@ -81,6 +82,9 @@ def claude_argv(
         argv.append("--fork-session")
     if launch.session_id is not None:
         argv.extend(["--session-id", launch.session_id])
-    argv.extend(["--settings", settings])
+    if settings is None and launch.mode == "resume" and launch.target is None:
+        settings = "{}"  # an option must follow a bare --resume, or it takes the prompt as its value
+    if settings is not None:
+        argv.extend(["--settings", settings])
     argv.extend(args.passthrough if launch.with_prompt else args.relaunch_passthrough)
     return argv

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from happy_launcher.errors import StoreError
 
 HOME_ENV = "HAPPY_HOME_DIR"
 DEFAULT_DIR_NAME = ".happy"
+RUN_DIR_NAME = "run"
 
 
 def happy_home(env: Mapping[str, str]) -> Path:
@@ -64,8 +66,23 @@ def ensure_home(path: Path) -> Path:
 def _unusable(path: Path, exc: OSError) -> str:
     reason = exc.strerror or str(exc)
     if exc.errno == errno.ENOSPC:
-        return f"cannot create happy home {path}: the disk is full; free some space or set {HOME_ENV}"
+        return f"cannot write in happy home {path}: the disk is full; free some space or set {HOME_ENV}"
     return (
-        f"cannot create happy home {path} ({reason}): check the permissions of its parent "
+        f"cannot write in happy home {path} ({reason}): check its permissions (and its parent's) "
         f"or set {HOME_ENV} to a writable directory"
     )
+
+
+def run_dir(home: Path) -> Path:
+    """`<home>/run` (0700), where each run keeps its private files, after a real write in it:
+    a home that is read-only, full or not a real directory (`/proc/self`) fails here with a
+    StoreError, before Claude starts, rather than halfway through a session."""
+    path = home / RUN_DIR_NAME
+    probe = path / f".probe-{os.getpid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        probe.mkdir(mode=0o700, exist_ok=True)
+        probe.rmdir()
+    except OSError as exc:
+        raise StoreError(_unusable(home, exc)) from exc
+    return path

@@ -7,104 +7,47 @@ scanner: ~150 ms of imports) is loaded while Claude boots, so `happy claude` sta
 
 from __future__ import annotations
 
-import logging
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-import anyio
-
-from happy_launcher.errors import HappyError
-from happy_launcher.local.args import ClaudeArgs
+from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.hooks import HookChannel
-from happy_launcher.local.launch import Launch, claude_argv, launch_plan
+from happy_launcher.local.launch import claude_argv, launch_plan
 from happy_launcher.local.passthrough import run_passthrough
-from happy_launcher.local.pty_session import ChildExit, PtySession
+from happy_launcher.local.pty_session import ChildExit
+from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.home import run_dir
+from happy_launcher.session.tracking import Tracking
 
-if TYPE_CHECKING:
-    from happy_launcher.session.local_tracker import LocalTracker
-
-
-_log = logging.getLogger(__name__)
-
-
-class ClaudeLaunchError(HappyError):
-    """Claude could not be started."""
-
-
-@dataclass(frozen=True)
-class LocalConfig:
-    args: ClaudeArgs
-    binary: Path
-    env: Mapping[str, str]
-    cwd: Path
-    home: Path
-    stdin_fd: int = 0
-    stdout_fd: int = 1
-
-
-class _Tracking:
-    """The tracker, made on first need: beside the running child, or at the end if the child
-    was already gone by then. Its failures are contained: mirroring may stop, but the user's
-    Claude session never does; the failure is reported once Claude has exited."""
-
-    def __init__(self, cfg: LocalConfig, launch: Launch, hook_events: Path) -> None:
-        self._args = (cfg, launch, hook_events)
-        self._tracker: LocalTracker | None = None
-        self.failure: Exception | None = None
-
-    def _get(self) -> LocalTracker:
-        if self._tracker is None:
-            from happy_launcher.session.local_tracker import LocalTracker  # heavy: after the spawn
-
-            self._tracker = LocalTracker(*self._args)
-        return self._tracker
-
-    async def run(self, _pty: PtySession) -> None:
-        try:
-            await self._get().run()
-        except Exception as exc:
-            self._failed(exc)
-            await anyio.sleep_forever()  # Claude goes on; it is reported when Claude exits
-
-    def finish(self, child: ChildExit | None) -> None:
-        if self._tracker is not None or self.failure is None:  # close what it can, even after a failure
-            try:
-                self._get().finish(child)
-            except Exception as exc:
-                self._failed(exc)
-        if self.failure is not None:
-            sys.stderr.write(f"happy: mirroring this session failed: {self.failure} (details in happy.log)\n")
-
-    def _failed(self, exc: Exception) -> None:
-        _log.error("mirroring failed", exc_info=exc)
-        if self.failure is None:
-            self.failure = exc
+__all__ = ["LocalConfig", "run_local"]
 
 
 async def run_local(cfg: LocalConfig) -> int:
     """Run one local session; Claude's exit code."""
     launch = launch_plan(cfg.args.intent)
-    with HookChannel(cfg.home / "run") as channel:
+    if cfg.home is None:  # not mirrored (happy home unusable, already said): Claude as is
+        argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
+        return (await _run(cfg, argv, None)).code
+    with HookChannel(run_dir(cfg.home)) as channel:
         settings = channel.write_settings(
             cfg.args.user_settings, cwd=cfg.cwd, enable_all_hooks=cfg.args.options.enable_hooks
         )
         argv = claude_argv(cfg.binary, cfg.args, launch, settings=str(settings))
-        tracking = _Tracking(cfg, launch, channel.events_path)
+        tracking = Tracking(cfg, launch, channel.events_path)
         child: ChildExit | None = None
         try:
-            child = await run_passthrough(
-                argv,
-                env=cfg.env,
-                cwd=cfg.cwd,
-                stdin_fd=cfg.stdin_fd,
-                stdout_fd=cfg.stdout_fd,
-                on_started=tracking.run,
-            )
-        except OSError as exc:
-            raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
+            child = await _run(cfg, argv, tracking)
         finally:
             tracking.finish(child)
         return child.code
+
+
+async def _run(cfg: LocalConfig, argv: list[str], tracking: Tracking | None) -> ChildExit:
+    try:
+        return await run_passthrough(
+            argv,
+            env=cfg.env,
+            cwd=cfg.cwd,
+            stdin_fd=cfg.stdin_fd,
+            stdout_fd=cfg.stdout_fd,
+            on_started=None if tracking is None else lambda _pty: tracking.run(),
+        )
+    except OSError as exc:
+        raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc

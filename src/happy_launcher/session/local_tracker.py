@@ -21,7 +21,7 @@ from happy_launcher.local.hooks import HookEvent, parse_hook_line
 from happy_launcher.local.launch import Launch
 from happy_launcher.local.pty_session import ChildExit
 from happy_launcher.protocol import Clock, Cuid2Ids, IdFactory, TurnStatus, wall_clock_ms
-from happy_launcher.session.local import LocalConfig
+from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.sinks import EnvelopeSink, FanOut, JsonLinesSink, StoreSink
 from happy_launcher.session.store import SessionStore
@@ -46,7 +46,7 @@ class LocalTracker:
         self,
         cfg: LocalConfig,
         launch: Launch,
-        hook_events: Path,
+        hook_events: Path | None,
         *,
         clock: Clock = wall_clock_ms,
         ids: IdFactory | None = None,
@@ -54,6 +54,8 @@ class LocalTracker:
         self._cfg = cfg
         self._clock = clock
         ids = ids if ids is not None else Cuid2Ids()
+        if cfg.home is None:
+            raise ValueError("a run without a happy home is not mirrored")
         self.store = SessionStore.open(cfg.home)
         self.session_id = ids()
         self.store.create_session(self.session_id, cwd=str(cfg.cwd), started_at=clock())
@@ -61,14 +63,14 @@ class LocalTracker:
         self.mirror = Mirror(Mapper(ids), self.sink, clock)
         self._watcher = make_watcher()
         self.scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
-        self._hooks = LineTail(hook_events)
+        self._hooks = LineTail(hook_events) if hook_events is not None else None
         self._replay_existing = cfg.args.options.replay_existing
         self._follow_expected(launch)
 
     def _sinks(self) -> list[EnvelopeSink]:
         sinks: list[EnvelopeSink] = [StoreSink(self.store, self.session_id)]
-        if self._cfg.args.options.events is not None:
-            sinks.append(JsonLinesSink(self._cfg.args.options.events, self._cfg.stdout_fd))
+        if self._cfg.events is not None:
+            sinks.append(JsonLinesSink(self._cfg.events))
         return sinks
 
     def _follow_expected(self, launch: Launch) -> None:
@@ -80,7 +82,11 @@ class LocalTracker:
         if launch.fork and launch.target is not None:
             # The fork's file starts with a copy of the original's records: seed their keys.
             self._add(self._path(launch.target), skip_existing=True)
-        self._add(self._path(expected), skip_existing=skip)
+        path = self._path(expected)
+        self._add(path, skip_existing=skip)
+        if self._hooks is None:  # no SessionStart hook will name it: record it now
+            source = "fork" if launch.fork else "startup" if launch.mode == "new" else "resume"
+            self._record_claude_session(expected, source, path)
 
     def _path(self, session_id: str) -> Path:
         return transcript_path(self._cfg.env, self._cfg.cwd, session_id)
@@ -94,15 +100,20 @@ class LocalTracker:
         path = event.transcript_path or self._path(event.session_id)
         skip = event.source in _HISTORY_SOURCES and not self._replay_existing
         self._add(path, skip_existing=skip)
+        self._record_claude_session(event.session_id, event.source or "unknown", path)
+
+    def _record_claude_session(self, claude_session_id: str, source: str, path: Path) -> None:
         self.store.record_claude_session(
             self.session_id,
-            event.session_id,
-            source=event.source or "unknown",
+            claude_session_id,
+            source=source,
             seen_at=self._clock(),
             transcript_path=str(path),
         )
 
     def _read_hooks(self) -> None:
+        if self._hooks is None:
+            return
         while lines := self._hooks.read_lines():
             for line in lines:
                 event = parse_hook_line(line)
@@ -113,17 +124,18 @@ class LocalTracker:
         """Mirror until cancelled (when Claude exits)."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.scanner.run, self._deliver)
-            tg.start_soon(self._watch_hooks)
+            if self._hooks is not None:
+                tg.start_soon(self._watch_hooks, self._hooks)
 
     async def _deliver(self, batch: list[Record]) -> None:
         self.mirror.deliver(batch)
 
-    async def _watch_hooks(self) -> None:
+    async def _watch_hooks(self, hooks: LineTail) -> None:
         watcher = make_watcher()
         try:
             while True:
                 self._read_hooks()
-                watcher.watch({self._hooks.path.parent})
+                watcher.watch({hooks.path.parent})
                 with anyio.move_on_after(SAFETY_POLL):
                     await watcher.wait()
         finally:

@@ -11,11 +11,11 @@ import os
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
-from happy_launcher.errors import StoreConflictError, StoreError, UsageError
+from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope
+from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.store import SessionStore
 
 _LOG = logging.getLogger("happy_launcher.sinks")
@@ -52,43 +52,30 @@ class StoreSink:
 
 
 class JsonLinesSink:
-    """Appends one compact envelope JSON per line to a file, or to stdout for `-`.
+    """Appends one compact envelope JSON per line to an `EventsOutput` (a file or an fd).
 
     Writes go straight to the file descriptor, one `os.write` per batch: nothing sits in a
     user-space buffer, so a reader sees every batch at once and a crash loses no written line.
     A reader that closes the pipe (`| head`) disables the sink with one log line.
     """
 
-    def __init__(self, target: str | Path, stdout_fd: int = 1) -> None:
-        self._owns_fd = str(target) != "-"  # a file literally named "-" can be given as ./-
-        self.name = f"events file {target}" if self._owns_fd else "events stdout"
+    def __init__(self, output: EventsOutput) -> None:
+        self._output = output
+        self.name = output.name
         self._disabled = False
-        if not self._owns_fd:
-            self._fd = stdout_fd
-            return
-        try:
-            # 0600: the events carry the whole conversation, like the store.
-            self._fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot open events file {target} ({exc.strerror or exc}): "
-                "check the path given to --happy-events"
-            ) from exc
 
     def write(self, envelopes: Sequence[Envelope], processed_keys: Sequence[str] = ()) -> None:
         if self._disabled or not envelopes:
             return
         data = b"".join([env.to_json() + b"\n" for env in envelopes])
         try:
-            _write_all(self._fd, data)
+            _write_all(self._output.fd, data)
         except BrokenPipeError:
             self._disabled = True
             _LOG.warning("%s: the reader closed the pipe; no more envelopes are written there", self.name)
 
     def close(self) -> None:
-        if self._owns_fd and self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            os.close(fd)
+        self._output.close()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -123,6 +110,7 @@ class FanOutStats:
     backlog: int  # envelopes and keys waiting for a durable sink to recover
     dropped: int  # envelopes a durable sink will never get (backlog full, or rejected)
     disabled: tuple[str, ...]  # names of the best-effort sinks that failed
+    failures: tuple[str, ...] = ()  # "<name>: <error>" for each of them, to tell the user
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +133,7 @@ class _Slot:
         self.failing = False  # a durable sink between its first failure and its recovery
         self.dropping = False  # its backlog overflowed during the current outage
         self.disabled = False  # a best-effort sink that failed once
+        self.failure = ""  # why it was disabled
 
 
 class FanOut:
@@ -182,6 +171,7 @@ class FanOut:
             backlog=sum(s.backlog_size for s in self._slots),
             dropped=self._dropped,
             disabled=tuple(s.name for s in self._slots if s.disabled),
+            failures=tuple(f"{s.name}: {s.failure}" for s in self._slots if s.disabled),
         )
 
     def write(self, envelopes: Sequence[Envelope], processed_keys: Sequence[str] = ()) -> None:
@@ -217,6 +207,7 @@ class FanOut:
             slot.sink.write(batch.envelopes, batch.keys)
         except Exception as exc:
             slot.disabled = True
+            slot.failure = _describe(exc)
             self._log.error("%s failed and is disabled for the rest of the session: %s", slot.name, exc)
 
     def _write_durable(self, slot: _Slot, batch: _Batch) -> None:
@@ -271,3 +262,9 @@ def _retryable(exc: Exception) -> bool:
     # A conflict fails the same way every time, and so does a non-store error (a bug); disk
     # full, a lock held too long or an I/O error may pass on a later try.
     return isinstance(exc, StoreError | OSError) and not isinstance(exc, StoreConflictError)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,83 @@
+"""`happy claude` without a terminal (pipes, scripts, CI) or with `-p`: Claude runs on our own
+stdin, stdout and stderr, byte for byte as `claude` would, and the session is still mirrored.
+
+No hook is installed (`-p --output-format stream-json --verbose` would print its events), so the
+session id must be known without one: it is pre-assigned for a fresh session or a fork, and is
+the resumed id for `--resume <uuid>`; for `--continue` and `--resume <title>` it is the
+transcript that Claude writes to, found against a listing of the project's transcripts taken
+before the spawn.
+
+Claude is spawned before anything heavy is imported; the mirror (mapper, store: ~0.3 s of
+imports) is set up while Claude works, and after Claude exits only a final read and one commit
+are left.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import TYPE_CHECKING
+
+from happy_launcher.errors import ClaudeLaunchError
+from happy_launcher.local.direct import DirectExit, block_signals, spawn_direct, wait_direct
+from happy_launcher.local.launch import claude_argv, launch_plan
+from happy_launcher.session.config import LocalConfig
+
+if TYPE_CHECKING:
+    from happy_launcher.local.pty_session import ChildExit
+    from happy_launcher.session.tracking import Tracking
+
+# Signals sent to happy itself end the run the conventional way (128 + the signal), as they
+# would end `claude` run directly.
+_ENDING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+def run_headless(cfg: LocalConfig) -> int:
+    """Run Claude on our stdio until it exits, mirroring its transcript; the exit code."""
+    launch = launch_plan(cfg.args.intent)
+    argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
+    child_mask = block_signals()
+    try:
+        pid = spawn_direct(argv, cfg.env, child_mask)
+    except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
+        raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
+    if cfg.home is None:  # not mirrored (happy home unusable, already said)
+        return _exit_code(wait_direct(pid))
+
+    import anyio  # heavy from here on: Claude is already running
+
+    from happy_launcher.session.logfile import log_to
+    from happy_launcher.session.tracking import Tracking
+
+    log_to(cfg.home)
+    tracking = Tracking(cfg, launch, hook_events=None)
+    outcome: list[DirectExit] = []
+    try:
+        anyio.run(_mirror_until_exit, tracking, pid, outcome)
+    finally:
+        tracking.finish(_child_exit(outcome[0]) if outcome else None)
+    return _exit_code(outcome[0])
+
+
+async def _mirror_until_exit(tracking: Tracking, pid: int, outcome: list[DirectExit]) -> None:
+    import anyio
+    import anyio.to_thread
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tracking.run)
+        outcome.append(await anyio.to_thread.run_sync(wait_direct, pid))
+        tg.cancel_scope.cancel()
+
+
+def _exit_code(child: DirectExit) -> int:
+    if child.received in _ENDING:
+        return 128 + child.received
+    return child.code
+
+
+def _child_exit(child: DirectExit) -> ChildExit:
+    from happy_launcher.local.pty_session import ChildExit
+
+    # Interrupted (Ctrl-C, or a signal to happy): the turn in progress ends cancelled.
+    stopped = child.received is not None or child.interrupted
+    return ChildExit(code=child.code, signal=child.signal, stopped_by_us=stopped)
