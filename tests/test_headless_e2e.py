@@ -8,14 +8,17 @@ stdout byte for byte (JSON outputs: up to ids, times, costs and durations), stde
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 import pytest
@@ -262,3 +265,52 @@ def test_a_signal_to_happy_reaches_claude_and_closes_the_turn(
     status, _ = session_status(home)
     assert status == "cancelled"
     assert kinds(mirrored(home))[-1] == "turn-end:cancelled"
+
+
+def test_the_next_start_ends_the_session_of_a_killed_happy(
+    cenv: ClaudeEnv, home: Path, fake: FakeAnthropic
+) -> None:
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(
+        [HAPPY, "claude", "--happy-events", f"fd:{write_end}", "-p", f"{SLOW} please"],
+        env=env_for(cenv, home),
+        cwd=cenv.cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(write_end,),
+        start_new_session=True,  # its own process group: Claude goes down with it below
+    )
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as events:
+            read_until(events, b'"role":"user"')  # the prompt is on record
+        (home / "run" / f"{proc.pid}-left").mkdir()  # what a TUI run leaves: its hook channel
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert session_status(home)[0] == "running"  # nobody was left to say otherwise
+    done = run([HAPPY, "claude", "-p", "hello"], cenv, home)
+    assert done.returncode == 0
+    with SessionStore.open(home) as store:
+        killed = next(s for s in store.list_sessions() if s.status != "completed")
+        closing = orjson.loads(store.raw_envelopes(killed.id)[-1][1])
+    assert killed.status == "failed" and killed.ended_at is not None
+    assert closing["ev"] == {"t": "turn-end", "status": "failed"}
+    assert list((home / "run").iterdir()) == []
+
+
+def read_until(stream: BinaryIO, needle: bytes, timeout: float = 30) -> None:
+    """Read envelope lines from a pipe until one holds `needle` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([stream], [], [], left)[0]:
+            raise TimeoutError(f"no envelope with {needle!r} within {timeout} s")
+        line = stream.readline()
+        if not line:
+            raise EOFError(f"the events pipe closed before an envelope with {needle!r}")
+        if needle in line:
+            return

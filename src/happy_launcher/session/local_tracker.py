@@ -4,6 +4,7 @@ tail its transcripts, and mirror them to the store and the events file."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -22,9 +23,12 @@ from happy_launcher.local.launch import Launch
 from happy_launcher.local.pty_session import ChildExit
 from happy_launcher.protocol import Clock, Cuid2Ids, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.home import run_dir
 from happy_launcher.session.mirror import Mirror
+from happy_launcher.session.procs import this_process
 from happy_launcher.session.sinks import EnvelopeSink, FanOut, JsonLinesSink, StoreSink
 from happy_launcher.session.store import SessionStore
+from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
 
 _log = logging.getLogger(__name__)
 # SessionStart sources whose transcript already holds history that was mirrored before (or
@@ -57,8 +61,10 @@ class LocalTracker:
         if cfg.home is None:
             raise ValueError("a run without a happy home is not mirrored")
         self.store = SessionStore.open(cfg.home)
+        _sweep(self.store, run_dir(cfg.home), ids, clock)
         self.session_id = ids()
-        self.store.create_session(self.session_id, cwd=str(cfg.cwd), started_at=clock())
+        owner = this_process(os.getpid())
+        self.store.create_session(self.session_id, cwd=str(cfg.cwd), started_at=clock(), owner=owner)
         self.sink = FanOut(self._sinks())
         self.mirror = Mirror(Mapper(ids), self.sink, clock)
         self._watcher = make_watcher()
@@ -154,6 +160,15 @@ class LocalTracker:
             self.sink.close()
             self.store.close()
             self._watcher.close()
+
+
+def _sweep(store: SessionStore, run: Path, ids: IdFactory, clock: Clock) -> None:
+    """End what dead launchers left behind; a failure here must not stop this session's mirror."""
+    try:
+        end_dead_sessions(store, ids, clock)
+        clean_run_dirs(run)
+    except Exception:
+        _log.exception("could not end the sessions of dead launchers")
 
 
 def _state_json(mapper: Mapper) -> str:

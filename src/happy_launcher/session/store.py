@@ -19,6 +19,7 @@ from pathlib import Path
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope, parse_envelope
 from happy_launcher.session.home import HOME_ENV, ensure_home
+from happy_launcher.session.procs import ProcessId
 from happy_launcher.session.store_db import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -118,12 +119,29 @@ class SessionStore:
 
     # --- sessions -----------------------------------------------------------------------------
 
-    def create_session(self, session_id: str, *, cwd: str, started_at: int, status: str = "running") -> None:
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        cwd: str,
+        started_at: int,
+        status: str = "running",
+        owner: ProcessId | None = None,
+    ) -> None:
+        """`owner`: the launcher process; the session counts as running only while it lives."""
+        pid, start = (owner.pid, owner.start) if owner is not None else (None, None)
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO sessions (id, cwd, started_at, status) VALUES (?, ?, ?, ?)",
-                (session_id, cwd, started_at, status),
+                "INSERT INTO sessions (id, cwd, started_at, status, pid, pid_start) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, cwd, started_at, status, pid, start),
             )
+
+    def running_sessions(self) -> list[tuple[str, ProcessId | None]]:
+        """(id, launcher process) of every session marked running."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT id, pid, pid_start FROM sessions WHERE status = 'running'")
+            return [(sid, None if pid is None else ProcessId(pid, start)) for sid, pid, start in rows]
 
     def end_session(self, session_id: str, status: str, ended_at: int) -> None:
         with self._write() as conn:

@@ -29,6 +29,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             body BLOB NOT NULL, delivered_at INTEGER, PRIMARY KEY (session, seq))""",
         "CREATE INDEX inbound_pending ON inbound (session, seq) WHERE delivered_at IS NULL",
     ),
+    (
+        # The launcher process of a running session (pid + its start time, see session/procs.py):
+        # a session whose launcher is gone is ended by the next start, never left `running`.
+        "ALTER TABLE sessions ADD COLUMN pid INTEGER",
+        "ALTER TABLE sessions ADD COLUMN pid_start INTEGER",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -55,18 +61,25 @@ def update_session(
 
 
 def create_private(path: Path) -> None:
-    """Create the database file 0600 before SQLite does (SQLite would use 0644 minus umask).
+    """Create the database file 0600 before SQLite does (SQLite would use 0644 minus umask), and
+    tighten an existing one to 0600.
 
     SQLite gives the -wal and -shm files the mode of the database file, so they are 0600 too.
     """
     try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise StoreError(
             f"cannot open {path} ({reason}): check its permissions and those of its directory, "
             f"or set {HOME_ENV} to a writable directory"
         ) from exc
+    try:
+        os.fchmod(fd, 0o600)  # a store made by an older happy, or by hand, may be 0644
+    except OSError:
+        pass  # not ours to change: the store works all the same
+    finally:
+        os.close(fd)
 
 
 def store_error(path: Path, exc: sqlite3.Error) -> StoreError:

@@ -1,0 +1,96 @@
+"""Ending the sessions of launchers that died (session/sweep.py, session/procs.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from happy_launcher.protocol import EnvelopeFactory, SequentialIds, StartEv, TextEv, TurnStartEv
+from happy_launcher.session.procs import ProcessId, is_alive, start_time, this_process
+from happy_launcher.session.store import SessionStore
+from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
+
+TURN = "turn00000000000000000001"
+SUB = "sub000000000000000000001"
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_liveness_is_the_pid_and_its_start_time() -> None:
+    me = this_process(os.getpid())
+    assert me.start is not None and is_alive(me)
+    assert not is_alive(ProcessId(os.getpid(), me.start + 1))  # a recycled pid is another process
+    assert not is_alive(ProcessId(dead_pid(), me.start))
+    assert start_time(dead_pid()) is None
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    return SessionStore.open(tmp_path / "home")
+
+
+def kinds(store: SessionStore, session: str) -> list[str]:
+    return [orjson.loads(body)["ev"]["t"] for _, body in store.raw_envelopes(session)]
+
+
+def test_a_dead_launchers_session_is_ended_with_its_activity_closed(store: SessionStore) -> None:
+    make = EnvelopeFactory(SequentialIds("env"))
+    dead, live = ProcessId(dead_pid(), 1), this_process(os.getpid())
+    store.create_session("gone", cwd="/w", started_at=1, owner=dead)
+    store.create_session("here", cwd="/w", started_at=1, owner=live)
+    store.create_session("old", cwd="/w", started_at=1)  # from a happy that did not record its pid
+    store.append_envelopes(
+        "gone",
+        [
+            make.user_text("hi", 1),
+            make.agent(TurnStartEv(), turn=TURN, time=1),
+            make.agent(StartEv(title="sub"), turn=TURN, time=1, subagent=SUB),
+            make.agent(TextEv(text="working"), turn=TURN, time=1, subagent=SUB),
+        ],
+    )
+    ended = end_dead_sessions(store, SequentialIds("new"), lambda: 99)
+    assert sorted(ended) == ["gone", "old"]
+    statuses = {s.id: (s.status, s.ended_at) for s in store.list_sessions()}
+    assert statuses == {"gone": ("failed", 99), "here": ("running", None), "old": ("failed", 99)}
+    assert kinds(store, "gone")[-2:] == ["stop", "turn-end"]
+    last = orjson.loads(store.raw_envelopes("gone")[-1][1])
+    assert last["ev"] == {"t": "turn-end", "status": "failed"} and last["turn"] == TURN
+    assert kinds(store, "old") == []  # nothing was open
+    assert end_dead_sessions(store, SequentialIds("new"), lambda: 100) == []  # done once
+
+
+def test_a_subagent_outliving_its_turn_is_stopped_in_a_turn_of_its_own(store: SessionStore) -> None:
+    make = EnvelopeFactory(SequentialIds("env"))
+    store.create_session("gone", cwd="/w", started_at=1, owner=ProcessId(dead_pid(), 1))
+    store.append_envelopes("gone", [make.agent(StartEv(title="bg"), turn=TURN, time=1, subagent=SUB)])
+    end_dead_sessions(store, SequentialIds("new"), lambda: 5)
+    assert kinds(store, "gone") == ["start", "turn-start", "stop", "turn-end"]
+
+
+def test_the_mapper_state_closes_the_turn_when_there_is_one(store: SessionStore) -> None:
+    store.create_session("gone", cwd="/w", started_at=1, owner=ProcessId(dead_pid(), 1))
+    store.save_mapper_state("gone", orjson.dumps({"turn": TURN}).decode())
+    end_dead_sessions(store, SequentialIds("new"), lambda: 5)
+    assert kinds(store, "gone") == ["turn-end"]
+    state = store.load_mapper_state("gone")
+    assert state is not None and orjson.loads(state)["turn"] is None
+
+
+def test_run_dirs_of_dead_launchers_are_removed(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    gone, mine, other = run / f"{dead_pid()}-abc", run / f"{os.getpid()}-def", run / "notes"
+    for d in (gone, mine, other):
+        d.mkdir(parents=True)
+    (gone / "hook-events.jsonl").write_text("x")
+    clean_run_dirs(run)
+    assert sorted(p.name for p in run.iterdir()) == sorted([mine.name, "notes"])
+    clean_run_dirs(tmp_path / "missing")  # nothing to do, no error
