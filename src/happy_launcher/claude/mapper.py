@@ -73,8 +73,8 @@ class Mapper:
         A prompt that Claude stopped short of answering (`failed`, `cancelled`) gets its turn,
         started and ended, so that no prompt is left without an outcome."""
         out: Out = []
-        for pid in self.state.active_subagents():
-            self._stop(pid, now, out)
+        for tool_id in self.state.active_subagents():
+            self._stop(tool_id, now, out)
         if self.state.awaiting_reply and status != "completed":
             self._turn(now, out)
         self._end_turn(status, now, out)
@@ -232,11 +232,11 @@ class Mapper:
     def _task_notification(self, record: Record, now: int, out: Out) -> None:
         # A background agent finished: stop it; this is not a user prompt (design §2).
         tool_use_id, agent_id = notification_ids(record)
-        pid = tool_use_id if tool_use_id in self.state.subagents else None
-        if pid is None and agent_id is not None:
-            pid = self.state.agent_ids.get(agent_id)
-        if pid is not None:
-            self._stop(pid, now, out)
+        tool_id = tool_use_id if tool_use_id in self.state.subagents else None
+        if tool_id is None and agent_id is not None:
+            tool_id = self.state.agent_ids.get(agent_id)
+        if tool_id is not None:
+            self._stop(tool_id, now, out)
 
     # -- subagents --------------------------------------------------------------------------
 
@@ -248,19 +248,19 @@ class Mapper:
         sidechain records only), then matching a pending `Task`/`Agent` prompt.
         """
         state = self.state
-        pid = record.explicit_parent_tool_id()
-        if pid is None and record.is_sidechain:
+        tool_id = record.explicit_parent_tool_id()
+        if tool_id is None and record.is_sidechain:
             parent = record.parent_uuid
-            pid = state.uuid_owner.get(parent) if parent is not None else None
-            if pid is None and record.kind == "user":
-                pid = self._match_prompt(text_of(record.content))
-        if pid is None:
+            tool_id = state.uuid_owner.get(parent) if parent is not None else None
+            if tool_id is None and record.kind == "user":
+                tool_id = self._match_prompt(text_of(record.content))
+        if tool_id is None:
             return False, None
         if (uuid := record.uuid) is not None:
-            state.uuid_owner[uuid] = pid
-        sub = state.subagents.get(pid)
+            state.uuid_owner[uuid] = tool_id
+        sub = state.subagents.get(tool_id)
         if sub is None:
-            self._buffer(pid, record)
+            self._buffer(tool_id, record)
             return True, None
         if sub.stopped:
             state.stats.after_stop_dropped += 1
@@ -270,47 +270,49 @@ class Mapper:
     def _match_prompt(self, text: str) -> str | None:
         if not text:
             return None
-        for pid, sub in self.state.subagents.items():
+        for tool_id, sub in self.state.subagents.items():
             if not sub.root_claimed and not sub.stopped and sub.prompt == text:
                 sub.root_claimed = True
-                return pid
+                return tool_id
         return None
 
-    def _buffer(self, pid: str, record: Record) -> None:
+    def _buffer(self, tool_id: str, record: Record) -> None:
         state, limits = self.state, self._limits
         if state.orphan_count >= limits.max_records or state.orphan_bytes + record.size > limits.max_bytes:
             state.stats.orphans_dropped += 1
             return
-        state.orphans.setdefault(pid, []).append(record)
+        state.orphans.setdefault(tool_id, []).append(record)
         state.orphan_count += 1
         state.orphan_bytes += record.size
 
-    def _spawn(self, pid: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
+    def _spawn(self, tool_id: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
         """A `Task`/`Agent` call: no tool-call envelope; the subagent starts, then its orphans."""
         state = self.state
-        if pid in state.subagents:
+        if tool_id in state.subagents:
             return
         prompt = args.get("prompt")
-        sub = Subagent(subagent_id(pid), subagent_title(args), prompt if isinstance(prompt, str) else None)
-        state.subagents[pid] = sub
+        sub = Subagent(
+            subagent_id(tool_id), subagent_title(args), prompt if isinstance(prompt, str) else None
+        )
+        state.subagents[tool_id] = sub
         self._agent(out, StartEv(title=sub.title), now, sub.session_id, uuid)
-        for orphan in state.orphans.pop(pid, []):
+        for orphan in state.orphans.pop(tool_id, []):
             state.orphan_count -= 1
             state.orphan_bytes -= orphan.size
             self._dispatch(orphan, now, out)
 
-    def _subagent_result(self, pid: str, record: Record, now: int, out: Out) -> None:
+    def _subagent_result(self, tool_id: str, record: Record, now: int, out: Out) -> None:
         result = record.data.get("toolUseResult")
         if isinstance(result, dict):
             agent_id = result.get("agentId")
             if isinstance(agent_id, str):
-                self.state.agent_ids[agent_id] = pid
+                self.state.agent_ids[agent_id] = tool_id
             if result.get("status") == "async_launched":
                 return  # a background agent: its task-notification stops it
-        self._stop(pid, now, out)
+        self._stop(tool_id, now, out)
 
-    def _stop(self, pid: str, now: int, out: Out) -> None:
-        sub = self.state.subagents[pid]
+    def _stop(self, tool_id: str, now: int, out: Out) -> None:
+        sub = self.state.subagents[tool_id]
         if not sub.stopped:
             sub.stopped = True
             self._agent(out, StopEv(), now, sub.session_id, None)

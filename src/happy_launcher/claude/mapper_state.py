@@ -72,19 +72,19 @@ class MapperState:
     stats: MapperStats = field(default_factory=MapperStats)
 
     def active_subagents(self) -> list[str]:
-        return [pid for pid, sub in self.subagents.items() if not sub.stopped]
+        return [tool_id for tool_id, sub in self.subagents.items() if not sub.stopped]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "turn": self.turn,
             "awaiting_reply": self.awaiting_reply,
-            "subagents": {pid: asdict(sub) for pid, sub in self.subagents.items()},
+            "subagents": {tool_id: asdict(sub) for tool_id, sub in self.subagents.items()},
             "uuid_owner": self.uuid_owner,
             "agent_ids": self.agent_ids,
             "open_calls": sorted(self.open_calls),
             "orphans": {
-                pid: [{"data": r.data, "parent": r.parent_tool_use_id, "size": r.size} for r in records]
-                for pid, records in self.orphans.items()
+                tool_id: [{"data": r.data, "parent": r.parent_tool_use_id, "size": r.size} for r in records]
+                for tool_id, records in self.orphans.items()
             },
             "last_stop_reason": self.last_stop_reason,
             "usage_message_id": self.usage_message_id,
@@ -95,15 +95,15 @@ class MapperState:
         state = cls(
             turn=data.get("turn"),
             awaiting_reply=bool(data.get("awaiting_reply", False)),
-            subagents={pid: Subagent(**sub) for pid, sub in data.get("subagents", {}).items()},
+            subagents={tool_id: Subagent(**sub) for tool_id, sub in data.get("subagents", {}).items()},
             uuid_owner=dict(data.get("uuid_owner", {})),
             agent_ids=dict(data.get("agent_ids", {})),
             open_calls=set(data.get("open_calls", [])),
             last_stop_reason=data.get("last_stop_reason"),
             usage_message_id=data.get("usage_message_id"),
         )
-        for pid, records in data.get("orphans", {}).items():
-            state.orphans[pid] = [
+        for tool_id, records in data.get("orphans", {}).items():
+            state.orphans[tool_id] = [
                 make_record(r["data"], size=r["size"], parent_tool_use_id=r["parent"]) for r in records
             ]
             state.orphan_count += len(records)
