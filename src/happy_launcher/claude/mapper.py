@@ -46,6 +46,10 @@ _Handler = Callable[[Record, int, Out], None]
 
 
 class Mapper:
+    """Maps one session's records, in arrival order, to envelopes. Owns the open turn, the
+    subagents (provider tool id -> session subagent id), the orphan buffer and the skip counters,
+    all in `state`; the caller owns reading, timing and writing."""
+
     def __init__(
         self, ids: IdFactory, state: MapperState | None = None, limits: OrphanLimits | None = None
     ) -> None:
@@ -67,16 +71,21 @@ class Mapper:
         self._dispatch(record, now, out)
         return out
 
-    def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
-        """End the session's activity: stop every active subagent, then end the open turn.
+    def prompt_taken(self, now: int) -> list[Envelope]:
+        """Claude has taken a prompt whose user record is not mapped yet (the `UserPromptSubmit`
+        hook): open the turn now, unless one is open. That record then adds its text to this turn
+        instead of starting another (design §2: the turn starts with whichever comes first)."""
+        out: Out = []
+        if self.state.turn is None:
+            self._start_turn(now, out)
+            self.state.prompt_pending = True
+        return out
 
-        A prompt that Claude stopped short of answering (`failed`, `cancelled`) gets its turn,
-        started and ended, so that no prompt is left without an outcome."""
+    def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
+        """End the session's activity: stop every active subagent, then end the open turn."""
         out: Out = []
         for tool_id in self.state.active_subagents():
             self._stop(tool_id, now, out)
-        if self.state.awaiting_reply and status != "completed":
-            self._turn(now, out)
         self._end_turn(status, now, out)
         return out
 
@@ -125,16 +134,16 @@ class Mapper:
             if subagent is None and not record.is_sidechain:
                 self._end_turn("failed", now, out)
             return
-        if subagent is None and not record.is_sidechain:
-            stop_reason = record.message.get("stop_reason")
-            if isinstance(stop_reason, str):
-                self.state.last_stop_reason = stop_reason
         content = record.content
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         last_content = -1
         for block in blocks:
             if self._assistant_block(block, record, subagent, now, out):
                 last_content = len(out) - 1
+        if subagent is None and not record.is_sidechain:  # after the blocks: they may open a turn
+            stop_reason = record.message.get("stop_reason")
+            if isinstance(stop_reason, str):
+                self.state.last_stop_reason = stop_reason
         usage = record.message.get("usage")
         if last_content >= 0 and isinstance(usage, dict) and self._first_usage_of(record):
             out[last_content] = out[last_content].model_copy(update={"usage": usage})
@@ -198,10 +207,15 @@ class Mapper:
             for block in content:
                 if isinstance(block, dict) and block.get("type") != "text":
                     self.state.stats.ignored_blocks[f"user {block.get('type')}"] += 1
-        self._end_turn("completed", now, out)
+        pending = self.state.prompt_pending
+        if not pending:
+            self._end_turn("completed", now, out)
         if text:
             out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
-        self.state.awaiting_reply = True
+        if pending:
+            self.state.prompt_pending = False
+        else:  # Claude has taken the prompt: its turn starts now, not with the first reply
+            self._start_turn(now, out)
 
     def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
         # A subagent's opening prompt is shown as agent text of that subagent (design §2).
@@ -324,20 +338,23 @@ class Mapper:
         out.append(self._make.agent(ev, turn=turn, time=now, subagent=subagent, claude_uuid=uuid))
 
     def _turn(self, now: int, out: Out) -> str:
-        """The open turn; turns start lazily, on the first agent output (seed 000)."""
+        """The open turn. A prompt opens one (see `_prompt`); agent output with no turn open (a
+        background subagent working after its parent turn ended) opens one too."""
         turn = self.state.turn
-        if turn is None:
-            turn = self.state.turn = self._new_id()
-            self.state.awaiting_reply = False
-            out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
+        return turn if turn is not None else self._start_turn(now, out)
+
+    def _start_turn(self, now: int, out: Out) -> str:
+        turn = self.state.turn = self._new_id()
+        self.state.last_stop_reason = None  # `finish` judges this turn by its own replies only
+        out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
         return turn
 
     def _end_turn(self, status: TurnStatus, now: int, out: Out) -> None:
-        self.state.awaiting_reply = False  # ended in-band (interrupt, turn_duration) or just now
         turn = self.state.turn
         if turn is not None:
             out.append(self._make.agent(TurnEndEv(status=status), turn=turn, time=now))
             self.state.turn = None
+            self.state.prompt_pending = False
 
 
 def _is_block(block: Any, kind: str) -> bool:
