@@ -185,6 +185,25 @@ def test_silent_record_kinds_and_unknown_kinds_counted(m: Mapper) -> None:
     assert m.state.stats.unknown_kinds == {"brand-new-kind": 2, "<no type>": 1}
 
 
+def test_compact_summary_is_not_user_input_and_invents_no_turn(m: Mapper) -> None:
+    """After `/compact` Claude writes its summary as a user record: not a prompt (design §2)."""
+    feed_all(m, user("q"), assistant(text("a"), stop_reason="end_turn"), system("turn_duration"))
+    summary = user(
+        "This session is being continued from a previous conversation…",
+        isCompactSummary=True,
+        isVisibleInTranscriptOnly=True,
+    )
+    out = feed_all(
+        m,
+        system("compact_boundary"),
+        summary,
+        user("<command-name>/compact</command-name>"),
+        user("<local-command-stdout>Compacted</local-command-stdout>"),
+    )
+    assert out == [] and not m.turn_open
+    assert m.finish(NOW) == []
+
+
 def test_turn_duration_closes_the_turn(m: Mapper) -> None:
     out = feed_all(m, assistant(text("hi"), stop_reason="end_turn"), system("turn_duration", durationMs=9))
     assert evs(out)[-1] == {"t": "turn-end", "status": "completed"}
@@ -219,6 +238,20 @@ def test_usage_rides_on_the_last_content_envelope_of_the_record(m: Mapper) -> No
     usage = {"input_tokens": 3, "output_tokens": 7}
     out = m.feed(assistant(text("a"), tool_use("toolu_x", "Bash", command="ls"), usage=usage), NOW)
     assert [e.usage for e in out] == [None, None, usage]
+
+
+def test_null_usage_fields_are_omitted(m: Mapper) -> None:
+    """`<synthetic>` replies carry `"service_tier": null` and more: omitted, never null (design §1)."""
+    usage = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "service_tier": None,
+        "speed": None,
+        "cache_creation": {"a": 0},
+    }
+    out = m.feed(assistant(text("No response requested."), model="<synthetic>", usage=usage), NOW)
+    assert out[-1].usage == {"input_tokens": 0, "output_tokens": 0, "cache_creation": {"a": 0}}
+    assert b"null" not in out[-1].to_json()
 
 
 def test_usage_is_carried_once_per_api_message(m: Mapper) -> None:

@@ -108,8 +108,8 @@ class Mapper:
             self.state.stats.unknown_kinds[record.type or "<no type>"] += 1
 
     def _user(self, record: Record, now: int, out: Out) -> None:
-        if record.data.get("isMeta") is True:
-            return
+        if record.data.get("isMeta") is True or record.data.get("isCompactSummary") is True:
+            return  # not user input (design §2): Claude's own notes, the summary `/compact` wrote
         if is_task_notification(record):
             self._task_notification(record, now, out)
             return
@@ -146,6 +146,9 @@ class Mapper:
                 self.state.last_stop_reason = stop_reason
         usage = record.message.get("usage")
         if last_content >= 0 and isinstance(usage, dict) and self._first_usage_of(record):
+            # Optional fields are omitted, never null (design §1): Claude writes e.g.
+            # `"service_tier": null` (`<synthetic>` replies), `"fallback_credit": null`.
+            usage = {key: value for key, value in usage.items() if value is not None}
             out[last_content] = out[last_content].model_copy(update={"usage": usage})
 
     def _first_usage_of(self, record: Record) -> bool:
