@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from ptyprocess import PtyProcess
 
-from happy_launcher.local.terminal import write_all
+from happy_launcher.fdio import write_all
 
 _log = logging.getLogger(__name__)
 
