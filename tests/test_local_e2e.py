@@ -749,6 +749,9 @@ def test_stopped_during_first_reply(
     tui.wait_ready()
     tui.submit("Count slowly")
     tui.expect_screen("Counting3")
+    # Design §2: the turn started when Claude took the prompt, long before its first reply record.
+    started = [("user", "text"), ("agent", "turn-start")]
+    tui.wait_events(lambda evs: kinds(evs) == started, 10, "turn-start while the first reply streams")
     claude = tui.claude_pid()
     os.kill(claude if victim == "claude" else tui.happy_pid(), sig)
     code = tui.wait_exit(timeout=15)
