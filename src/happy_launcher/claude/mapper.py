@@ -210,14 +210,12 @@ class Mapper:
             for block in content:
                 if isinstance(block, dict) and block.get("type") != "text":
                     self.state.stats.ignored_blocks[f"user {block.get('type')}"] += 1
-        pending = self.state.prompt_pending
+        pending, self.state.prompt_pending = self.state.prompt_pending, False  # its turn is open already
         if not pending:
             self._end_turn("completed", now, out)
         if text:
             out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
-        if pending:
-            self.state.prompt_pending = False
-        else:  # Claude has taken the prompt: its turn starts now, not with the first reply
+        if not pending:  # Claude has taken the prompt: its turn starts now, not with its first reply
             self._start_turn(now, out)
 
     def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
