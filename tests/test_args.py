@@ -163,8 +163,8 @@ def test_help_points_to_claude_help() -> None:
 @pytest.mark.parametrize(
     ("intent", "launch"),
     [
-        (FRESH, Launch("new", session_id=SID)),
-        (SessionIntent(session_id=SID2), Launch("new", session_id=SID2)),
+        (FRESH, Launch("fresh", session_id=SID)),
+        (SessionIntent(session_id=SID2), Launch("fresh", session_id=SID2)),
         (SessionIntent("resume"), Launch("resume")),
         (SessionIntent("resume", resume_id=SID2), Launch("resume", target=SID2)),
         (SessionIntent("continue"), Launch("continue")),
@@ -180,7 +180,7 @@ def test_launch_plan(intent: SessionIntent, launch: Launch) -> None:
 @pytest.mark.parametrize(
     ("launch", "expected"),
     [
-        (Launch("new", session_id=SID), SID),
+        (Launch("fresh", session_id=SID), SID),
         (Launch("resume", target=SID), SID),  # resuming keeps the id (2.1.329)
         (Launch("resume", target="my session"), None),  # a name: learn the id from the hook
         (Launch("resume"), None),  # the picker
@@ -201,7 +201,7 @@ def test_default_new_id_is_a_fresh_uuid4() -> None:
 @pytest.mark.parametrize(
     ("argv", "launch", "expected"),
     [
-        (["-p", "hi"], Launch("new", session_id=SID), ["--session-id", SID, "--settings", "S", "-p", "hi"]),
+        (["-p", "hi"], Launch("fresh", session_id=SID), ["--session-id", SID, "--settings", "S", "-p", "hi"]),
         (["-r", SID2, "hi"], Launch("resume", target=SID2), ["--resume", SID2, "--settings", "S", "hi"]),
         (["--resume", "--", "hi"], Launch("resume"), ["--resume", "--settings", "S", "--", "hi"]),
         (
@@ -222,7 +222,7 @@ def test_default_new_id_is_a_fresh_uuid4() -> None:
         (["--resume=-odd"], Launch("resume", target="-odd"), ["--resume=-odd", "--settings", "S"]),
         (
             ["--settings", "user.json", "--model", "m"],
-            Launch("new", session_id=SID),
+            Launch("fresh", session_id=SID),
             ["--session-id", SID, "--settings", "S", "--model", "m"],
         ),
     ],

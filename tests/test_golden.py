@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from happy_launcher.protocol import Envelope, SequentialIds, ToolCallEndEv, ToolCallStartEv, parse_envelope
@@ -140,6 +141,21 @@ def test_golden_replay(name: str) -> None:
 def test_usage_is_reported_once_per_reply() -> None:
     usages = [e.usage for e in replay("thinking") if e.usage is not None]
     assert len(usages) == 1 and usages[0]["output_tokens"] > 0
+
+
+def test_no_field_is_null() -> None:
+    """Design §1: optional fields are omitted, never null (real replies carry null usage fields)."""
+
+    def nulls(value: Any, where: str) -> list[str]:
+        if isinstance(value, dict):
+            return [p for k, v in value.items() for p in nulls(v, f"{where}.{k}")]
+        if isinstance(value, list):
+            return [p for v in value for p in nulls(v, f"{where}[]")]
+        return [where] if value is None else []
+
+    for name in EXPECTED:
+        found = [p for e in replay(name) for p in nulls(orjson.loads(e.to_json()), name)]
+        assert found == []
 
 
 def test_replay_is_deterministic() -> None:

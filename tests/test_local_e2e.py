@@ -160,6 +160,13 @@ def turn_ends(envelopes: list[Envelope]) -> list[str]:
     return [e["ev"]["status"] for e in envelopes if e["ev"]["t"] == "turn-end"]
 
 
+def has_compact_summary(cenv: ClaudeEnv, session: SessionInfo) -> bool:
+    sid = session.claude_session_id
+    assert sid is not None
+    data = cenv.transcript_path(sid).read_bytes()
+    return b'"isCompactSummary":true' in data[: data.rfind(b"\n")]  # complete lines only: Claude is writing
+
+
 def check_turns_balanced(envelopes: list[Envelope]) -> None:
     """Turns never nest, every turn-start is ended, and every agent envelope of the main chain is inside
     the turn it names."""
@@ -539,6 +546,35 @@ def test_clear_follows_the_new_session(
     assert store_envelopes(home, session.id) == events
 
 
+@pytest.mark.e2e
+def test_compact_summary_is_not_mirrored_as_a_prompt(
+    tmp_path: Path, script: Script, fake: FakeAnthropic, launch: Launch, home: Path
+) -> None:
+    """After `/compact` Claude writes its summary as a user record (`isCompactSummary`): not user
+    input, so no user text and no turn for it (design §2)."""
+    script.on(Reply([Text("First answer.")]), prompt="First question")
+    summary = Reply([Text("<analysis>Short.</analysis>\n<summary>We talked.</summary>")])
+    script.on(summary, prompt="Your task is to create a detailed summary of the conversation so far")
+    cenv = claude_env(tmp_path, fake)
+    tui = launch(cenv)
+    tui.wait_ready()
+    tui.submit("First question")
+    tui.wait_turn_end()
+    session = only_session(home)
+    tui.type("/compact")
+    tui.child.send("\r")
+    tui.wait(lambda: has_compact_summary(cenv, session), 30, "the compact summary in the transcript")
+    assert tui.exit() == 0
+    events = tui.events()
+    assert texts(events, "user") == ["First question"]
+    assert kinds(events) == [
+        ("user", "text"),
+        ("agent", "turn-start"),
+        ("agent", "text"),
+        ("agent", "turn-end"),
+    ]
+
+
 # --------------------------------------------------------------------------------------------------
 # 5. --resume of an earlier session
 
@@ -749,6 +785,9 @@ def test_stopped_during_first_reply(
     tui.wait_ready()
     tui.submit("Count slowly")
     tui.expect_screen("Counting3")
+    # Design §2: the turn started when Claude took the prompt, long before its first reply record.
+    started = [("user", "text"), ("agent", "turn-start")]
+    tui.wait_events(lambda evs: kinds(evs) == started, 10, "turn-start while the first reply streams")
     claude = tui.claude_pid()
     os.kill(claude if victim == "claude" else tui.happy_pid(), sig)
     code = tui.wait_exit(timeout=15)

@@ -1,4 +1,9 @@
-"""The five worked examples of seed 000, as exact envelope sequences under our rules (design §2)."""
+"""The five worked examples of seed 000, as exact envelope sequences under our rules (design §2).
+
+Design §2 moved turn-start from Claude's first output to the prompt's user record. These
+examples have no prompt record (SDK streams mid-turn), so their turn still opens with the first
+agent output, as it does for any output while no turn is open.
+"""
 
 from __future__ import annotations
 

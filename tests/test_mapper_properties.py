@@ -61,6 +61,10 @@ def records(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 9)) == 0:
         data["isApiErrorMessage"] = True
     if draw(st.integers(0, 9)) == 0:
+        data["isCompactSummary"] = True
+    if draw(st.booleans()) and isinstance(data["message"], dict):
+        data["message"]["usage"] = {"output_tokens": 3, "service_tier": draw(st.none() | st.just("standard"))}
+    if draw(st.integers(0, 9)) == 0:
         data["origin"] = {"kind": "task-notification"}
     if draw(st.integers(0, 9)) == 0:
         data["toolUseResult"] = {"status": "async_launched", "agentId": "ag1"}
@@ -69,13 +73,26 @@ def records(draw: st.DrawFn) -> Any:
     return make_record(data, size=100)
 
 
+PROMPT_TAKEN = "prompt-taken"  # the UserPromptSubmit hook's signal, between records
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(records(), max_size=40), st.sampled_from(["completed", "failed", "cancelled"]))
+@given(
+    st.lists(records() | st.just(PROMPT_TAKEN), max_size=40),
+    st.sampled_from(["completed", "failed", "cancelled"]),
+)
 def test_mapper_invariants(seq: list[Any], status: Any) -> None:
     m = Mapper(SequentialIds())
     out: list[Envelope] = []
     for r in seq:
-        out += m.feed(r, 1)  # never raises
+        pending = m.state.prompt_pending  # a turn was opened for a prompt whose record is due
+        batch = m.prompt_taken(1) if r == PROMPT_TAKEN else m.feed(r, 1)  # never raises
+        if r != PROMPT_TAKEN and r.kind == "user" and r.data.get("isCompactSummary") is True:
+            assert batch == []  # the /compact summary is not user input
+        for i, e in enumerate(batch):
+            if e.role == "user":  # a prompt: its turn is open from here on
+                assert m.turn_open and (pending or batch[i + 1].ev.t == "turn-start")
+        out += batch
     out += m.close_turn(status, 2)
 
     open_turn: str | None = None
@@ -84,6 +101,7 @@ def test_mapper_invariants(seq: list[Any], status: Any) -> None:
     for e in out:
         # Every envelope re-validates from its own JSON; no provider id leaks into turn/subagent.
         assert Envelope.model_validate_json(e.to_json()) == e
+        assert e.usage is None or None not in e.usage.values()  # omitted, never null
         for value in (e.turn, e.subagent):
             assert value is None or (looks_like_cuid2(value) and not value.startswith("toolu"))
         if e.ev.t == "turn-start":

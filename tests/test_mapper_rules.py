@@ -113,17 +113,28 @@ def test_subagent_start_title(m: Mapper, args: dict[str, Any], title: str | None
     )
 
 
-def test_user_prompt_closes_open_turn_then_one_user_text(m: Mapper) -> None:
+def test_user_prompt_closes_open_turn_then_one_user_text_then_its_turn_starts(m: Mapper) -> None:
+    """Design §2: the turn starts as soon as Claude has taken the prompt, not with its first reply."""
     out = feed_all(m, assistant(text("a")), user("next question", uuid="u-9"))
     assert [(e.role, e.ev.t) for e in out] == [
         ("agent", "turn-start"),
         ("agent", "text"),
         ("agent", "turn-end"),
         ("user", "text"),
+        ("agent", "turn-start"),
     ]
     assert out[2].ev.model_dump() == {"t": "turn-end", "status": "completed"}
     assert out[3].turn is None and out[3].claudeUuid == "u-9"
-    assert m.feed(user("no turn open"), NOW)[0].role == "user"  # nothing to close: only the text
+    assert out[4].turn != out[0].turn and m.turn_open
+    reply = m.feed(assistant(text("b")), NOW)
+    assert [(e.ev.t, e.turn) for e in reply] == [("text", out[4].turn)]  # the reply joins that turn
+
+
+def test_first_prompt_starts_a_turn_with_nothing_to_close(m: Mapper) -> None:
+    assert [(e.role, e.ev.t) for e in m.feed(user("hello"), NOW)] == [
+        ("user", "text"),
+        ("agent", "turn-start"),
+    ]
 
 
 def test_sidechain_root_prompt_matches_pending_task_and_ancestry_follows(m: Mapper) -> None:
@@ -174,6 +185,25 @@ def test_silent_record_kinds_and_unknown_kinds_counted(m: Mapper) -> None:
     assert m.state.stats.unknown_kinds == {"brand-new-kind": 2, "<no type>": 1}
 
 
+def test_compact_summary_is_not_user_input_and_invents_no_turn(m: Mapper) -> None:
+    """After `/compact` Claude writes its summary as a user record: not a prompt (design §2)."""
+    feed_all(m, user("q"), assistant(text("a"), stop_reason="end_turn"), system("turn_duration"))
+    summary = user(
+        "This session is being continued from a previous conversation…",
+        isCompactSummary=True,
+        isVisibleInTranscriptOnly=True,
+    )
+    out = feed_all(
+        m,
+        system("compact_boundary"),
+        summary,
+        user("<command-name>/compact</command-name>"),
+        user("<local-command-stdout>Compacted</local-command-stdout>"),
+    )
+    assert out == [] and not m.turn_open
+    assert m.finish(NOW) == []
+
+
 def test_turn_duration_closes_the_turn(m: Mapper) -> None:
     out = feed_all(m, assistant(text("hi"), stop_reason="end_turn"), system("turn_duration", durationMs=9))
     assert evs(out)[-1] == {"t": "turn-end", "status": "completed"}
@@ -208,6 +238,20 @@ def test_usage_rides_on_the_last_content_envelope_of_the_record(m: Mapper) -> No
     usage = {"input_tokens": 3, "output_tokens": 7}
     out = m.feed(assistant(text("a"), tool_use("toolu_x", "Bash", command="ls"), usage=usage), NOW)
     assert [e.usage for e in out] == [None, None, usage]
+
+
+def test_null_usage_fields_are_omitted(m: Mapper) -> None:
+    """`<synthetic>` replies carry `"service_tier": null` and more: omitted, never null (design §1)."""
+    usage = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "service_tier": None,
+        "speed": None,
+        "cache_creation": {"a": 0},
+    }
+    out = m.feed(assistant(text("No response requested."), model="<synthetic>", usage=usage), NOW)
+    assert out[-1].usage == {"input_tokens": 0, "output_tokens": 0, "cache_creation": {"a": 0}}
+    assert b"null" not in out[-1].to_json()
 
 
 def test_usage_is_carried_once_per_api_message(m: Mapper) -> None:
@@ -335,26 +379,59 @@ def test_subagent_ids_are_deterministic_cuid2_shaped() -> None:
     assert subagent_id("toolu_01ABC") != subagent_id("toolu_01ABD")
 
 
-@pytest.mark.parametrize("status", ["failed", "cancelled"])
-def test_a_prompt_claude_never_answered_still_gets_its_turn(m: Mapper, status: str) -> None:
-    """Claude died before writing its first reply record: the prompt's turn starts and ends."""
+@pytest.mark.parametrize("status", ["completed", "failed", "cancelled"])
+def test_a_prompt_claude_never_answered_has_its_turn_closed_with_the_status(m: Mapper, status: Any) -> None:
+    """Claude stopped before writing its first reply record: the prompt's turn is already open."""
     m.feed(user("hello"), NOW)
-    assert evs(m.close_turn(status, NOW)) == [{"t": "turn-start"}, {"t": "turn-end", "status": status}]  # type: ignore[arg-type]
+    assert evs(m.close_turn(status, NOW)) == [{"t": "turn-end", "status": status}]
+    assert m.close_turn("failed", NOW) == []  # the prompt is settled
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "status"),
     [
-        system("turn_duration"),  # a turn that had no output
-        user("[Request interrupted by user]"),  # interrupted before the first output
+        (system("turn_duration"), "completed"),  # a turn that had no output
+        (user("[Request interrupted by user]"), "cancelled"),  # interrupted before the first output
     ],
 )
-def test_a_prompt_answered_without_envelopes_leaves_nothing_to_close(m: Mapper, answer: Any) -> None:
-    feed_all(m, user("hello"), answer)
+def test_a_prompt_answered_without_output_ends_its_turn_in_band(m: Mapper, answer: Any, status: str) -> None:
+    out = feed_all(m, user("hello"), answer)
+    assert evs(out)[1:] == [{"t": "turn-start"}, {"t": "turn-end", "status": status}]
     assert m.close_turn("failed", NOW) == []
 
 
-def test_exit_0_right_after_a_prompt_opens_no_empty_turn(m: Mapper) -> None:
-    m.feed(user("hello"), NOW)
-    assert m.close_turn("completed", NOW) == []
-    assert m.close_turn("failed", NOW) == []  # the prompt is settled
+@pytest.mark.parametrize(
+    ("tail", "status"),
+    [
+        ([], "cancelled"),  # the last prompt got no reply: the previous turn's end_turn does not count
+        ([assistant(text("partial"), stop_reason=None)], "cancelled"),
+        ([assistant(text("done"), stop_reason="end_turn")], "completed"),
+    ],
+)
+def test_finish_judges_the_open_turn_by_its_own_last_reply(m: Mapper, tail: list[Any], status: str) -> None:
+    feed_all(m, user("q1"), assistant(text("a1"), stop_reason="end_turn"), user("q2"), *tail)
+    assert evs(m.finish(NOW)) == [{"t": "turn-end", "status": status}]
+
+
+def test_prompt_taken_opens_the_turn_and_the_prompt_record_joins_it(m: Mapper) -> None:
+    """The UserPromptSubmit hook can beat the prompt's record: whichever comes first starts the turn."""
+    started = m.prompt_taken(NOW)
+    assert evs(started) == [{"t": "turn-start"}]
+    out = feed_all(m, user("hello"), assistant(text("hi"), stop_reason="end_turn"), system("turn_duration"))
+    assert [(e.role, e.ev.t) for e in out] == [("user", "text"), ("agent", "text"), ("agent", "turn-end")]
+    assert {e.turn for e in out if e.role == "agent"} == {started[0].turn}
+    # The next prompt record (no hook this time) ends nothing and starts its own turn.
+    assert [e.ev.t for e in m.feed(user("again"), NOW)] == ["text", "turn-start"]
+
+
+def test_prompt_taken_while_a_turn_is_open_changes_nothing(m: Mapper) -> None:
+    m.feed(user("q1"), NOW)
+    assert m.prompt_taken(NOW) == []
+    assert [e.ev.t for e in m.feed(user("q2"), NOW)] == ["turn-end", "text", "turn-start"]
+
+
+def test_prompt_taken_then_stop_before_the_record_ends_the_turn(m: Mapper) -> None:
+    m.prompt_taken(NOW)
+    assert evs(m.close_turn("cancelled", NOW)) == [{"t": "turn-end", "status": "cancelled"}]
+    assert not m.state.prompt_pending
+    assert [e.ev.t for e in m.feed(user("late record"), NOW)] == ["text", "turn-start"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,6 +97,7 @@ def test_malformed_input_loses_nothing_else(tmp_path: Path) -> None:
     texts = [e.ev.model_dump().get("text") for e in envs if e.ev.t == "text"]
     assert texts[:3] == ["hello", "hi!", "x" * (20 * 1024 * 1024)]
     assert texts[3] == "caf\ufffd \ufffd"  # invalid UTF-8 kept, with replacement characters
+    assert "1 lines with invalid UTF-8 (replaced)" in err  # … and counted, not silent
     assert texts[4:] == ["bye", "ciao"]
     assert "1 malformed lines skipped (not JSON)" in err
     assert "1 malformed lines skipped (truncated last line)" in err
@@ -115,8 +118,8 @@ def test_follow_tails_new_records_and_leaves_the_turn_open(tmp_path: Path) -> No
     child.logfile_read = seen = io.BytesIO()
     try:
         child.expect(rb'"text":"hello"')
+        child.expect(rb'"t":"turn-start"')  # Claude took the prompt: its turn starts before any reply
         write_jsonl(path, [assistant("a1", {"type": "text", "text": "streamed later"})], append=True)
-        child.expect(rb'"t":"turn-start"')
         child.expect(rb'"text":"streamed later"')
         child.sendintr()
         child.expect(rb"2 records -> 3 envelopes")
@@ -125,3 +128,97 @@ def test_follow_tails_new_records_and_leaves_the_turn_open(tmp_path: Path) -> No
         child.close(force=True)
     assert child.exitstatus == 0
     assert b"turn-end" not in seen.getvalue()  # --follow leaves the open turn open
+
+
+def test_a_finished_transcript_closes_the_turn_of_an_unanswered_prompt(tmp_path: Path) -> None:
+    """Design §2: read to its end, a transcript is finished; the open turn is closed `completed`
+    only if its last reply ended the turn (stop_reason end_turn), else `cancelled`."""
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, [*two_turns()[:3], user("u2", "no reply to this")])
+    code, envs, _ = replay(path)
+    assert code == 0
+    assert [(e.role, e.ev.t) for e in envs][-3:] == [
+        ("user", "text"),
+        ("agent", "turn-start"),
+        ("agent", "turn-end"),
+    ]
+    assert envs[-1].ev.model_dump() == {"t": "turn-end", "status": "cancelled"}
+    assert envs[-1].turn == envs[-2].turn
+
+
+# -- pipes, FIFOs, stdin and output errors, through the real command ---------------------------------
+
+HAPPY = str(Path(sys.executable).with_name("happy"))
+
+
+def shell(script: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["bash", "-c", script], capture_output=True, timeout=60, env={**os.environ, "HAPPY": HAPPY, **env}
+    )
+
+
+def shape(stdout: bytes) -> list[tuple[str, dict[str, object]]]:
+    """The envelopes without their random ids."""
+    envs = [Envelope.model_validate_json(line) for line in stdout.splitlines()]
+    return [(e.role, e.ev.model_dump(exclude_none=True)) for e in envs]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'cat "$T" | "$HAPPY" replay /dev/stdin',
+        'cat "$T" | "$HAPPY" replay -',
+        '"$HAPPY" replay <(cat "$T")',
+        'mkfifo "$T.fifo" && { cat "$T" > "$T.fifo" & "$HAPPY" replay "$T.fifo"; }',
+        '"$HAPPY" replay - < "$T"',
+    ],
+    ids=["pipe-dev-stdin", "pipe-dash", "process-substitution", "fifo", "dash-redirected-file"],
+)
+def test_streams_replay_like_the_file(tmp_path: Path, script: str) -> None:
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, [*two_turns(), user("u3", "unanswered")])
+    with path.open("ab") as f:
+        f.write(b'{"type":"user","uuid":"u-bad","message":{"content":"caf\xe9"}}\nnot json\n')
+    from_file = shell('"$HAPPY" replay "$T"', T=str(path))
+    from_stream = shell(script, T=str(path))
+    assert from_stream.returncode == 0, from_stream.stderr
+    assert shape(from_stream.stdout) == shape(from_file.stdout)
+    assert shape(from_file.stdout)[-1] == ("agent", {"t": "turn-end", "status": "cancelled"})
+    assert from_stream.stderr == from_file.stderr
+    assert b"1 lines with invalid UTF-8 (replaced)" in from_stream.stderr
+    assert b"1 malformed lines skipped (not JSON)" in from_stream.stderr
+
+
+def test_follow_on_a_stream_reads_to_its_end_and_leaves_the_turn_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, [*two_turns()[:3], user("u2", "unanswered")])
+    done = shell('cat "$T" | "$HAPPY" replay --follow -', T=str(path))
+    assert done.returncode == 0, done.stderr
+    assert [ev["t"] for _, ev in shape(done.stdout)][-2:] == ["text", "turn-start"]
+    assert b"4 records -> 6 envelopes" in done.stderr
+
+
+def big_transcript(path: Path) -> None:
+    """Far more output than a pipe holds (64 KiB), so that writing blocks and fails."""
+    records = []
+    for i in range(300):
+        records += [
+            user(f"u{i}", f"question {i} " + "x" * 500),
+            assistant(f"a{i}", {"type": "text", "text": "y" * 500}),
+        ]
+    write_jsonl(path, records)
+
+
+def test_output_error_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    big_transcript(path)
+    done = shell('"$HAPPY" replay "$T" > /dev/full', T=str(path))
+    assert done.returncode == 1
+    assert done.stderr == b"happy: cannot write the envelopes to the output: No space left on device\n"
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    big_transcript(path)
+    done = shell('"$HAPPY" replay "$T" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}" >&2', T=str(path))
+    assert done.stderr == b"0\n"  # no traceback, no "Exception ignored" at exit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -92,6 +93,29 @@ def test_json_lines_to_an_inherited_fd(factory: EnvelopeFactory) -> None:
         os.close(read_end)
         os.close(write_end)
     assert data == b"".join(env.to_json() + b"\n" for env in sent)
+
+
+def test_json_lines_waits_on_a_pipe_left_non_blocking(factory: EnvelopeFactory) -> None:
+    """Another process sharing the pipe set O_NONBLOCK: a full pipe is waited on, nothing is lost."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    sent = batch(factory, *["x" * 1000] * 300)  # ~300 KB: several times what the pipe holds
+    want = b"".join(env.to_json() + b"\n" for env in sent)
+    got = bytearray()
+
+    def drain() -> None:
+        while len(got) < len(want) and (chunk := os.read(read_end, 4096)):
+            got.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        JsonLinesSink(open_events_output(f"fd:{write_end}")).write(sent)
+    finally:
+        os.close(write_end)  # ends the reader if the write failed half-way
+        reader.join(timeout=10)
+        os.close(read_end)
+    assert bytes(got) == want
 
 
 def test_json_lines_closed_pipe_disables_with_one_log_line(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from happy_launcher.claude.tail import LineTail
+from happy_launcher.claude.tail import LineTail, StreamTail
 
 
 def read_all(tail: LineTail, chunk: int = 1 << 20) -> list[bytes]:
@@ -64,3 +65,19 @@ def test_oversized_line_is_skipped_and_counted(tmp_path: Path) -> None:
     tail = LineTail(p, max_line=1000)
     assert read_all(tail, chunk=512) == [b"a", b"b"]
     assert tail.stats.oversized == 1
+
+
+def test_stream_tail_reads_a_pipe_in_order_with_the_same_line_rules() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        tail = StreamTail(Path("-"), fd=read_end, max_line=1000)
+        os.write(write_end, b'{"a":1}\n{"b":')
+        assert tail.read_lines() == [b'{"a":1}']  # what is there now; the half line waits
+        os.write(write_end, b"2}\n" + b"x" * 5000 + b"\nlast")
+        os.close(write_end)
+        assert read_all(tail, chunk=512) == [b'{"b":2}']  # then the oversized line is skipped …
+        assert tail.read_lines() == []  # … to the end of the stream, which stays ended
+        assert tail.take_partial() == b"last"
+        assert tail.stats.oversized == 1
+    finally:
+        os.close(read_end)

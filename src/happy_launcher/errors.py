@@ -17,6 +17,10 @@ class InputFileError(UsageError):
     """A file named on the command line is missing or unreadable."""
 
 
+class OutputError(HappyError):
+    """Our output (stdout, or a file it is redirected to) cannot be written: disk full, I/O error."""
+
+
 class ClaudeNotFoundError(HappyError):
     """No Claude Code binary could be found."""
 

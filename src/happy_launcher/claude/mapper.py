@@ -46,6 +46,10 @@ _Handler = Callable[[Record, int, Out], None]
 
 
 class Mapper:
+    """Maps one session's records, in arrival order, to envelopes. Owns the open turn, the
+    subagents (provider tool id -> session subagent id), the orphan buffer and the skip counters,
+    all in `state`; the caller owns reading, timing and writing."""
+
     def __init__(
         self, ids: IdFactory, state: MapperState | None = None, limits: OrphanLimits | None = None
     ) -> None:
@@ -67,16 +71,21 @@ class Mapper:
         self._dispatch(record, now, out)
         return out
 
-    def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
-        """End the session's activity: stop every active subagent, then end the open turn.
-
-        A prompt that Claude stopped short of answering (`failed`, `cancelled`) gets its turn,
-        started and ended, so that no prompt is left without an outcome."""
+    def prompt_taken(self, now: int) -> list[Envelope]:
+        """Claude has taken a prompt whose user record is not mapped yet (the `UserPromptSubmit`
+        hook): open the turn now, unless one is open. That record then adds its text to this turn
+        instead of starting another (design §2: the turn starts with whichever comes first)."""
         out: Out = []
-        for pid in self.state.active_subagents():
-            self._stop(pid, now, out)
-        if self.state.awaiting_reply and status != "completed":
-            self._turn(now, out)
+        if self.state.turn is None:
+            self._start_turn(now, out)
+            self.state.prompt_pending = True
+        return out
+
+    def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
+        """End the session's activity: stop every active subagent, then end the open turn."""
+        out: Out = []
+        for tool_id in self.state.active_subagents():
+            self._stop(tool_id, now, out)
         self._end_turn(status, now, out)
         return out
 
@@ -99,8 +108,8 @@ class Mapper:
             self.state.stats.unknown_kinds[record.type or "<no type>"] += 1
 
     def _user(self, record: Record, now: int, out: Out) -> None:
-        if record.data.get("isMeta") is True:
-            return
+        if record.data.get("isMeta") is True or record.data.get("isCompactSummary") is True:
+            return  # not user input (design §2): Claude's own notes, the summary `/compact` wrote
         if is_task_notification(record):
             self._task_notification(record, now, out)
             return
@@ -125,18 +134,21 @@ class Mapper:
             if subagent is None and not record.is_sidechain:
                 self._end_turn("failed", now, out)
             return
-        if subagent is None and not record.is_sidechain:
-            stop_reason = record.message.get("stop_reason")
-            if isinstance(stop_reason, str):
-                self.state.last_stop_reason = stop_reason
         content = record.content
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         last_content = -1
         for block in blocks:
             if self._assistant_block(block, record, subagent, now, out):
                 last_content = len(out) - 1
+        if subagent is None and not record.is_sidechain:  # after the blocks: they may open a turn
+            stop_reason = record.message.get("stop_reason")
+            if isinstance(stop_reason, str):
+                self.state.last_stop_reason = stop_reason
         usage = record.message.get("usage")
         if last_content >= 0 and isinstance(usage, dict) and self._first_usage_of(record):
+            # Optional fields are omitted, never null (design §1): Claude writes e.g.
+            # `"service_tier": null` (`<synthetic>` replies), `"fallback_credit": null`.
+            usage = {key: value for key, value in usage.items() if value is not None}
             out[last_content] = out[last_content].model_copy(update={"usage": usage})
 
     def _first_usage_of(self, record: Record) -> bool:
@@ -198,10 +210,13 @@ class Mapper:
             for block in content:
                 if isinstance(block, dict) and block.get("type") != "text":
                     self.state.stats.ignored_blocks[f"user {block.get('type')}"] += 1
-        self._end_turn("completed", now, out)
+        pending, self.state.prompt_pending = self.state.prompt_pending, False  # its turn is open already
+        if not pending:
+            self._end_turn("completed", now, out)
         if text:
             out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
-        self.state.awaiting_reply = True
+        if not pending:  # Claude has taken the prompt: its turn starts now, not with its first reply
+            self._start_turn(now, out)
 
     def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
         # A subagent's opening prompt is shown as agent text of that subagent (design §2).
@@ -232,11 +247,11 @@ class Mapper:
     def _task_notification(self, record: Record, now: int, out: Out) -> None:
         # A background agent finished: stop it; this is not a user prompt (design §2).
         tool_use_id, agent_id = notification_ids(record)
-        pid = tool_use_id if tool_use_id in self.state.subagents else None
-        if pid is None and agent_id is not None:
-            pid = self.state.agent_ids.get(agent_id)
-        if pid is not None:
-            self._stop(pid, now, out)
+        tool_id = tool_use_id if tool_use_id in self.state.subagents else None
+        if tool_id is None and agent_id is not None:
+            tool_id = self.state.agent_ids.get(agent_id)
+        if tool_id is not None:
+            self._stop(tool_id, now, out)
 
     # -- subagents --------------------------------------------------------------------------
 
@@ -248,19 +263,19 @@ class Mapper:
         sidechain records only), then matching a pending `Task`/`Agent` prompt.
         """
         state = self.state
-        pid = record.explicit_parent_tool_id()
-        if pid is None and record.is_sidechain:
+        tool_id = record.explicit_parent_tool_id()
+        if tool_id is None and record.is_sidechain:
             parent = record.parent_uuid
-            pid = state.uuid_owner.get(parent) if parent is not None else None
-            if pid is None and record.kind == "user":
-                pid = self._match_prompt(text_of(record.content))
-        if pid is None:
+            tool_id = state.uuid_owner.get(parent) if parent is not None else None
+            if tool_id is None and record.kind == "user":
+                tool_id = self._match_prompt(text_of(record.content))
+        if tool_id is None:
             return False, None
         if (uuid := record.uuid) is not None:
-            state.uuid_owner[uuid] = pid
-        sub = state.subagents.get(pid)
+            state.uuid_owner[uuid] = tool_id
+        sub = state.subagents.get(tool_id)
         if sub is None:
-            self._buffer(pid, record)
+            self._buffer(tool_id, record)
             return True, None
         if sub.stopped:
             state.stats.after_stop_dropped += 1
@@ -270,47 +285,49 @@ class Mapper:
     def _match_prompt(self, text: str) -> str | None:
         if not text:
             return None
-        for pid, sub in self.state.subagents.items():
+        for tool_id, sub in self.state.subagents.items():
             if not sub.root_claimed and not sub.stopped and sub.prompt == text:
                 sub.root_claimed = True
-                return pid
+                return tool_id
         return None
 
-    def _buffer(self, pid: str, record: Record) -> None:
+    def _buffer(self, tool_id: str, record: Record) -> None:
         state, limits = self.state, self._limits
         if state.orphan_count >= limits.max_records or state.orphan_bytes + record.size > limits.max_bytes:
             state.stats.orphans_dropped += 1
             return
-        state.orphans.setdefault(pid, []).append(record)
+        state.orphans.setdefault(tool_id, []).append(record)
         state.orphan_count += 1
         state.orphan_bytes += record.size
 
-    def _spawn(self, pid: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
+    def _spawn(self, tool_id: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
         """A `Task`/`Agent` call: no tool-call envelope; the subagent starts, then its orphans."""
         state = self.state
-        if pid in state.subagents:
+        if tool_id in state.subagents:
             return
         prompt = args.get("prompt")
-        sub = Subagent(subagent_id(pid), subagent_title(args), prompt if isinstance(prompt, str) else None)
-        state.subagents[pid] = sub
+        sub = Subagent(
+            subagent_id(tool_id), subagent_title(args), prompt if isinstance(prompt, str) else None
+        )
+        state.subagents[tool_id] = sub
         self._agent(out, StartEv(title=sub.title), now, sub.session_id, uuid)
-        for orphan in state.orphans.pop(pid, []):
+        for orphan in state.orphans.pop(tool_id, []):
             state.orphan_count -= 1
             state.orphan_bytes -= orphan.size
             self._dispatch(orphan, now, out)
 
-    def _subagent_result(self, pid: str, record: Record, now: int, out: Out) -> None:
+    def _subagent_result(self, tool_id: str, record: Record, now: int, out: Out) -> None:
         result = record.data.get("toolUseResult")
         if isinstance(result, dict):
             agent_id = result.get("agentId")
             if isinstance(agent_id, str):
-                self.state.agent_ids[agent_id] = pid
+                self.state.agent_ids[agent_id] = tool_id
             if result.get("status") == "async_launched":
                 return  # a background agent: its task-notification stops it
-        self._stop(pid, now, out)
+        self._stop(tool_id, now, out)
 
-    def _stop(self, pid: str, now: int, out: Out) -> None:
-        sub = self.state.subagents[pid]
+    def _stop(self, tool_id: str, now: int, out: Out) -> None:
+        sub = self.state.subagents[tool_id]
         if not sub.stopped:
             sub.stopped = True
             self._agent(out, StopEv(), now, sub.session_id, None)
@@ -322,20 +339,23 @@ class Mapper:
         out.append(self._make.agent(ev, turn=turn, time=now, subagent=subagent, claude_uuid=uuid))
 
     def _turn(self, now: int, out: Out) -> str:
-        """The open turn; turns start lazily, on the first agent output (seed 000)."""
+        """The open turn. A prompt opens one (see `_prompt`); agent output with no turn open (a
+        background subagent working after its parent turn ended) opens one too."""
         turn = self.state.turn
-        if turn is None:
-            turn = self.state.turn = self._new_id()
-            self.state.awaiting_reply = False
-            out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
+        return turn if turn is not None else self._start_turn(now, out)
+
+    def _start_turn(self, now: int, out: Out) -> str:
+        turn = self.state.turn = self._new_id()
+        self.state.last_stop_reason = None  # `finish` judges this turn by its own replies only
+        out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
         return turn
 
     def _end_turn(self, status: TurnStatus, now: int, out: Out) -> None:
-        self.state.awaiting_reply = False  # ended in-band (interrupt, turn_duration) or just now
         turn = self.state.turn
         if turn is not None:
             out.append(self._make.agent(TurnEndEv(status=status), turn=turn, time=now))
             self.state.turn = None
+            self.state.prompt_pending = False
 
 
 def _is_block(block: Any, kind: str) -> bool:

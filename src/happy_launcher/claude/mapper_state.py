@@ -51,9 +51,9 @@ class MapperStats:
 @dataclass(slots=True)
 class MapperState:
     turn: str | None = None
-    # A user prompt was mapped and no turn has opened or ended since (Claude writes its first
-    # assistant record only once that block is complete): a stop now must still end a turn.
-    awaiting_reply: bool = False
+    # The open turn was started by `Mapper.prompt_taken` and its prompt's user record is still to
+    # come: that record joins this turn rather than starting another.
+    prompt_pending: bool = False
     subagents: dict[str, Subagent] = field(default_factory=dict)
     # sidechain record uuid -> provider tool id of its subagent (ancestry inference)
     uuid_owner: dict[str, str] = field(default_factory=dict)
@@ -72,19 +72,19 @@ class MapperState:
     stats: MapperStats = field(default_factory=MapperStats)
 
     def active_subagents(self) -> list[str]:
-        return [pid for pid, sub in self.subagents.items() if not sub.stopped]
+        return [tool_id for tool_id, sub in self.subagents.items() if not sub.stopped]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "turn": self.turn,
-            "awaiting_reply": self.awaiting_reply,
-            "subagents": {pid: asdict(sub) for pid, sub in self.subagents.items()},
+            "prompt_pending": self.prompt_pending,
+            "subagents": {tool_id: asdict(sub) for tool_id, sub in self.subagents.items()},
             "uuid_owner": self.uuid_owner,
             "agent_ids": self.agent_ids,
             "open_calls": sorted(self.open_calls),
             "orphans": {
-                pid: [{"data": r.data, "parent": r.parent_tool_use_id, "size": r.size} for r in records]
-                for pid, records in self.orphans.items()
+                tool_id: [{"data": r.data, "parent": r.parent_tool_use_id, "size": r.size} for r in records]
+                for tool_id, records in self.orphans.items()
             },
             "last_stop_reason": self.last_stop_reason,
             "usage_message_id": self.usage_message_id,
@@ -94,16 +94,16 @@ class MapperState:
     def from_dict(cls, data: dict[str, Any]) -> MapperState:
         state = cls(
             turn=data.get("turn"),
-            awaiting_reply=bool(data.get("awaiting_reply", False)),
-            subagents={pid: Subagent(**sub) for pid, sub in data.get("subagents", {}).items()},
+            prompt_pending=bool(data.get("prompt_pending", False)),
+            subagents={tool_id: Subagent(**sub) for tool_id, sub in data.get("subagents", {}).items()},
             uuid_owner=dict(data.get("uuid_owner", {})),
             agent_ids=dict(data.get("agent_ids", {})),
             open_calls=set(data.get("open_calls", [])),
             last_stop_reason=data.get("last_stop_reason"),
             usage_message_id=data.get("usage_message_id"),
         )
-        for pid, records in data.get("orphans", {}).items():
-            state.orphans[pid] = [
+        for tool_id, records in data.get("orphans", {}).items():
+            state.orphans[tool_id] = [
                 make_record(r["data"], size=r["size"], parent_tool_use_id=r["parent"]) for r in records
             ]
             state.orphan_count += len(records)

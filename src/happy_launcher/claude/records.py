@@ -51,6 +51,7 @@ class Record:
     # from the SDK (`parent_tool_use_id`) or from the subagent file's `.meta.json` (`toolUseId`).
     parent_tool_use_id: str | None = None
     size: int = 0
+    invalid_utf8: bool = False  # the line had bytes that are not UTF-8: they read as U+FFFD
 
     @property
     def uuid(self) -> str | None:
@@ -108,19 +109,25 @@ def make_record(data: dict[str, Any], *, size: int = 0, parent_tool_use_id: str 
 def parse_line(line: bytes | str, *, parent_tool_use_id: str | None = None) -> Record | Malformed:
     """Parse one transcript line (without its newline). Never raises."""
     size = len(line)
+    invalid_utf8 = False
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError:
         if not isinstance(line, bytes):
             return Malformed("not JSON", size)
-        # Invalid UTF-8 inside otherwise valid JSON: keep the record, with U+FFFD for the bad bytes.
+        # Invalid UTF-8 inside otherwise valid JSON: keep the record, with U+FFFD for the bad
+        # bytes, and mark it so that the reader can count it.
         try:
             data = orjson.loads(line.decode("utf-8", errors="replace"))
         except orjson.JSONDecodeError:
             return Malformed("not JSON", size)
+        invalid_utf8 = True
     if not isinstance(data, dict):
         return Malformed("not a JSON object", size)
-    return make_record(data, size=size, parent_tool_use_id=parent_tool_use_id)
+    record = make_record(data, size=size, parent_tool_use_id=parent_tool_use_id)
+    if invalid_utf8:
+        record.invalid_utf8 = True
+    return record
 
 
 def record_key(record: Record) -> str | None:

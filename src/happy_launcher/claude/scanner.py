@@ -22,6 +22,10 @@ SAFETY_POLL = 1.0
 
 
 class TranscriptScanner:
+    """Drives a live `SessionFiles` (which owns the files, offsets and dedupe keys): re-reads
+    when the watcher wakes it, when a main transcript is added, when held records are due, and
+    at the safety poll. Owns only that loop; the caller owns the watcher and its closing."""
+
     def __init__(self, files: SessionFiles, watcher: Watcher, *, poll_interval: float = SAFETY_POLL) -> None:
         self.files = files
         self._watcher = watcher

@@ -32,7 +32,7 @@ from happy_launcher.claude.records import (
     stopping_agent_id,
     text_of,
 )
-from happy_launcher.claude.tail import LineTail
+from happy_launcher.claude.tail import LineTail, StreamTail
 
 HOLD_MAX = 0.3  # three of Claude's 100 ms transcript flush intervals
 _AGENT_PREFIX = "agent-"
@@ -43,6 +43,7 @@ _JSONL = ".jsonl"
 class ReadStats:
     records: int = 0
     duplicates: int = 0
+    invalid_utf8: int = 0  # records kept with U+FFFD for bytes that are not UTF-8
     malformed: dict[str, int] = field(default_factory=dict)
 
     def count_malformed(self, reason: str) -> None:
@@ -71,7 +72,7 @@ class _SubagentFile:
 @dataclass(slots=True)
 class _MainFile:
     tail: LineTail
-    subagents_dir: Path
+    subagents_dir: Path | None  # None: a stream, which has no session directory beside it
     subagents: dict[str, _SubagentFile] = field(default_factory=dict)
     held: list[Record] = field(default_factory=list)  # waiting for a subagent's last records
     held_since: float | None = None
@@ -120,6 +121,11 @@ class SessionFiles:
                 for _ in self._read_sub(sub):
                     pass
         return True
+
+    def add_stream(self, name: Path, fd: int) -> None:
+        """Read a main transcript from a pipe, FIFO or stdin (`fd`, owned by the caller): once,
+        in order, to its end; no subagent files (a stream has no session directory)."""
+        self._mains[name] = _MainFile(StreamTail(name, fd=fd), None)
 
     def read_new(self, *, final: bool = False) -> Iterator[Record]:
         """Every record appended since the last call, deduplicated, in a causal order: main
@@ -201,9 +207,13 @@ class SessionFiles:
                 return False
             self.processed.add(key)
         self.stats.records += 1
+        if record.invalid_utf8:
+            self.stats.invalid_utf8 += 1
         return True
 
     def _discover(self, main: _MainFile) -> None:
+        if main.subagents_dir is None:
+            return
         try:
             names = [entry.name for entry in os.scandir(main.subagents_dir)]
         except OSError:
@@ -214,7 +224,7 @@ class SessionFiles:
 
     def _subagent(self, main: _MainFile, agent_id: str) -> _SubagentFile | None:
         sub = main.subagents.get(agent_id)
-        if sub is None:
+        if sub is None and main.subagents_dir is not None:
             path = main.subagents_dir / f"{_AGENT_PREFIX}{agent_id}{_JSONL}"
             if not path.exists():
                 return None

@@ -2,7 +2,8 @@
 
 Claude appends records line by line; a reader may catch a line half-written. The tail keeps the
 unfinished end for the next read, notices a file that was truncated or replaced (new inode), and
-bounds the size of one line so a runaway writer cannot exhaust memory.
+bounds the size of one line so a runaway writer cannot exhaust memory. `StreamTail` does the same
+over a pipe, FIFO or stdin, which cannot be read by offset.
 """
 
 from __future__ import annotations
@@ -104,3 +105,19 @@ class LineTail:
             self._skipping = True
             return
         self._parts.append(tail)
+
+
+@dataclass(slots=True, kw_only=True)
+class StreamTail(LineTail):
+    """Lines of a stream that can be read only once, in order (a pipe, a FIFO, stdin): no offsets,
+    no reopening, no truncation to notice. The caller owns `fd`."""
+
+    fd: int
+
+    def read_lines(self, chunk: int = CHUNK) -> list[bytes]:
+        while data := os.read(self.fd, chunk):  # what the writer has written so far, up to chunk
+            self.offset += len(data)
+            lines = self._split(data)
+            if lines:
+                return lines
+        return []  # end of stream

@@ -7,6 +7,8 @@ watchfiles was not used because it delivers changes in batches at least `step` m
 from __future__ import annotations
 
 import ctypes
+import errno
+import logging
 import os
 import struct
 from pathlib import Path
@@ -20,6 +22,7 @@ _IN_CLOEXEC = os.O_CLOEXEC
 _MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800
 _IN_IGNORED = 0x8000  # the watch is gone (its directory was deleted or unmounted)
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (+ name)
+_log = logging.getLogger(__name__)
 
 
 class Watcher(Protocol):
@@ -46,6 +49,10 @@ class PollingWatcher:
 
 
 class InotifyWatcher:
+    """Owns one inotify instance and its watches on directories (never files: Claude creates
+    files late, and a directory watch sees them appear). Events only wake the waiter; which file
+    changed is for the caller to find out by reading."""
+
     def __init__(self) -> None:
         # The running program's own symbols include libc's (ctypes.util.find_library would
         # fork `ldconfig -p` to find the same library).
@@ -56,12 +63,24 @@ class InotifyWatcher:
             raise OSError(err, os.strerror(err))
         self._fd: int = fd
         self._watched: dict[int, Path] = {}
+        self._unwatchable: set[Path] = set()  # failed and logged; retried on every call
 
     def watch(self, directories: set[Path]) -> None:
         for directory in directories - set(self._watched.values()):
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
             if wd >= 0:
                 self._watched[wd] = directory
+                self._unwatchable.discard(directory)
+                continue
+            err = ctypes.get_errno()
+            if err != errno.ENOENT and directory not in self._unwatchable:  # ENOENT: gone, nothing to see
+                self._unwatchable.add(directory)
+                _log.warning(
+                    "cannot watch %s for changes (%s): records there arrive with the periodic re-read only%s",
+                    directory,
+                    os.strerror(err),
+                    "; raise fs.inotify.max_user_watches" if err == errno.ENOSPC else "",
+                )
 
     async def wait(self) -> None:
         if not self._drain():
@@ -94,6 +113,8 @@ def make_watcher(*, force_polling: bool = False) -> Watcher:
     if not force_polling:
         try:
             return InotifyWatcher()
-        except (OSError, AttributeError):
-            pass  # not Linux, or inotify limits reached: poll instead
+        except (OSError, AttributeError) as exc:  # not Linux, or inotify limits reached: poll instead
+            _log.warning(
+                "inotify unavailable (%s): transcripts are re-read periodically, records arrive later", exc
+            )
     return PollingWatcher()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -38,32 +40,34 @@ def claude_command(ctx: typer.Context) -> None:
 
 @app.command()
 def replay(
-    transcript: Annotated[Path, typer.Argument(help="A Claude session transcript (<session-id>.jsonl).")],
+    transcript: Annotated[
+        Path, typer.Argument(help="A Claude session transcript (<session-id>.jsonl), a pipe, or - for stdin.")
+    ],
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep tailing the transcript.")] = False,
 ) -> None:
     """Map a transcript and its subagent files to envelopes: one JSON per line on stdout."""
     from happy_launcher.protocol import Cuid2Ids
-    from happy_launcher.session import replay as replay_mod
+    from happy_launcher.session.replay import replay_file
 
-    out = sys.stdout.buffer
     try:
-        if follow:
-            summaries: list[replay_mod.ReplaySummary] = []
-            try:
-                import anyio
-
-                anyio.run(replay_mod.follow_file, transcript, Cuid2Ids(), out, summaries)
-            except KeyboardInterrupt:
-                pass
-            summary = summaries[0]
-        else:
-            summary = replay_mod.replay_file(transcript, Cuid2Ids(), out)
-        out.flush()
+        summary = replay_file(transcript, Cuid2Ids(), sys.stdout.buffer, follow=follow)
     except HappyError as error:
+        _discard_stdout()
         raise fail(error) from None
     except BrokenPipeError:
+        _discard_stdout()
         raise typer.Exit(0) from None  # `happy replay x | head`: the reader has what it wanted
     typer.echo(summary.line(), err=True)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for a failed or closed output must not
+    fail again, with a traceback, when Python flushes it at exit."""
+    with contextlib.suppress(OSError, ValueError):  # not a real file (tests): nothing to do
+        stdout = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout)
+        os.close(devnull)
 
 
 @protocol_app.command("schema")

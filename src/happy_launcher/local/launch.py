@@ -19,7 +19,7 @@ from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, looks_
 class Launch:
     """The session flags of ONE launch of Claude."""
 
-    mode: Literal["new", "resume", "continue"]
+    mode: Literal["fresh", "resume", "continue"]
     # mode "resume": what to resume (an id, a name or a search term); None opens Claude's picker.
     target: str | None = None
     # --session-id: the id the launched session gets (a new session, or the new session of a fork).
@@ -46,7 +46,7 @@ def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = _uuid4) ->
     """The first launch for ``intent``. A new session (fresh, or a fork) gets a pre-assigned id (the user's
     --session-id, else ``new_id()``) so its id is known before Claude starts."""
     if intent.kind == "fresh":
-        return Launch("new", session_id=intent.session_id or new_id())
+        return Launch("fresh", session_id=intent.session_id or new_id())
     new_session = (intent.session_id or new_id()) if intent.fork else None
     if intent.kind == "continue":
         return Launch("continue", session_id=new_session, fork=intent.fork)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 from ptyprocess import PtyProcess
 
-from happy_launcher.local.terminal import write_all
+from happy_launcher.fdio import write_all
 
-_log = logging.getLogger("happy_launcher.local.pty_session")
+_log = logging.getLogger(__name__)
 
 _READ_SIZE = 1 << 16
 _INPUT_HIGH_WATER = 1 << 20  # stop reading stdin while this much input still waits for the child

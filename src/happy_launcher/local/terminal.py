@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import select
 import termios
 from types import TracebackType
 from typing import Any
+
+from happy_launcher.fdio import write_all
 
 # termios attribute list as returned by termios.tcgetattr (iflag, oflag, cflag, lflag, ispeed,
 # ospeed, cc); typeshed types it as list[Any].
@@ -228,17 +229,3 @@ class TerminalGuard:
             # before exiting, which would otherwise show up as garbage at the shell prompt.
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self._stdin_fd, termios.TCSAFLUSH, saved)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write every byte, looping on partial writes.
-
-    Blocking is intended (a slow terminal slows the child, like a direct run); an fd left
-    non-blocking by another process sharing the terminal is waited on instead of failing.
-    """
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            select.select([], [fd], [])

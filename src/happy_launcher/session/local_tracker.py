@@ -84,14 +84,14 @@ class LocalTracker:
         expected = launch.expected_session_id
         if expected is None:
             return  # bare --resume / --continue: Claude picks; the SessionStart hook tells us
-        skip = launch.mode != "new" and not self._replay_existing
+        skip = launch.mode != "fresh" and not self._replay_existing
         if launch.fork and launch.target is not None:
             # The fork's file starts with a copy of the original's records: seed their keys.
             self._add(self._path(launch.target), skip_existing=True)
         path = self._path(expected)
         self._add(path, skip_existing=skip)
         if self._hooks is None:  # no SessionStart hook will name it: record it now
-            source = "fork" if launch.fork else "startup" if launch.mode == "new" else "resume"
+            source = "fork" if launch.fork else "startup" if launch.mode == "fresh" else "resume"
             self._record_claude_session(expected, source, path)
 
     def _path(self, session_id: str) -> Path:

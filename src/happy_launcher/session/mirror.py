@@ -1,7 +1,7 @@
 """The session's mirror: records in, envelopes out to the sinks, one mapper for the whole run.
 
 Shared by every launcher of a session, so switching launchers keeps the turn, the subagents
-and the dedupe keys (design §5).
+and the dedupe keys (design §5); `happy replay` runs the same loop over a finished transcript.
 """
 
 from __future__ import annotations
@@ -15,31 +15,50 @@ from happy_launcher.session.sinks import EnvelopeSink
 
 
 class Mirror:
-    def __init__(self, mapper: Mapper, sink: EnvelopeSink, clock: Clock) -> None:
+    """Maps records through one mapper and writes each batch's envelopes, with the dedupe keys
+    of its records, to one sink.
+
+    Envelope times (design §1): with a `clock`, the time the batch is mapped (live); with
+    None, each record's own `timestamp` (replay), or the last one seen for records without.
+    """
+
+    def __init__(self, mapper: Mapper, sink: EnvelopeSink, clock: Clock | None) -> None:
         self.mapper = mapper
         self._sink = sink
         self._clock = clock
+        self._record_time = 0  # replay: the last record timestamp seen
 
     def deliver(self, records: Iterable[Record]) -> list[Envelope]:
         """Map records and write their envelopes together with their dedupe keys."""
         envelopes: list[Envelope] = []
         keys: list[str] = []
-        feed, now = self.mapper.feed, self._clock()
+        feed, clock = self.mapper.feed, self._clock
+        now = clock() if clock is not None else self._record_time
         for record in records:
+            if clock is None and (stamp := record.timestamp_ms) is not None:
+                now = stamp
             envelopes += feed(record, now)
             key = record_key(record)
             if key is not None:
                 keys.append(key)
+        if clock is None:
+            self._record_time = now
         if envelopes or keys:
-            self._write(envelopes, keys)
+            self._sink.write(envelopes, keys)
         return envelopes
 
     def close_turn(self, status: TurnStatus) -> list[Envelope]:
         """End what is open (active subagents, then the turn) with `status`."""
-        envelopes = self.mapper.close_turn(status, self._clock())
-        if envelopes:
-            self._write(envelopes, [])
-        return envelopes
+        return self._write(self.mapper.close_turn(status, self._now()))
 
-    def _write(self, envelopes: list[Envelope], keys: list[str]) -> None:
-        self._sink.write(envelopes, keys)
+    def finish(self) -> list[Envelope]:
+        """The transcript is finished (replay): close what is open by the rule of design §2."""
+        return self._write(self.mapper.finish(self._now()))
+
+    def _now(self) -> int:
+        return self._clock() if self._clock is not None else self._record_time
+
+    def _write(self, envelopes: list[Envelope]) -> list[Envelope]:
+        if envelopes:
+            self._sink.write(envelopes, [])
+        return envelopes

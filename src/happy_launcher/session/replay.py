@@ -1,23 +1,35 @@
 """`happy replay`: a Claude transcript (and its subagent files) -> envelopes, one JSON per line.
 
 Envelope times are the records' own timestamps, so a replay is deterministic but for the ids.
+The transcript is a file, read by offset with its subagent files, or a stream (a pipe, a FIFO,
+`<(…)`, `-` for stdin), read once to its end. Read to its end, a transcript is finished: the
+turn still open is closed (design §2). With --follow it is not: a file is tailed until Ctrl-C,
+a stream is read until its writer closes it, and the open turn stays open.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import anyio
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import make_watcher
-from happy_launcher.errors import InputFileError
+from happy_launcher.errors import InputFileError, OutputError
 from happy_launcher.protocol import Envelope, IdFactory
+from happy_launcher.session.mirror import Mirror
+
+STDIN = Path("-")
 
 
 @dataclass(slots=True)
@@ -25,6 +37,7 @@ class ReplaySummary:
     records: int
     envelopes: int
     duplicates: int
+    invalid_utf8: int
     malformed: dict[str, int]
     mapper: dict[str, object]
 
@@ -32,6 +45,8 @@ class ReplaySummary:
         parts = [f"happy replay: {self.records} records -> {self.envelopes} envelopes"]
         if self.duplicates:
             parts.append(f"{self.duplicates} duplicate records skipped")
+        if self.invalid_utf8:
+            parts.append(f"{self.invalid_utf8} lines with invalid UTF-8 (replaced)")
         for reason, count in sorted(self.malformed.items()):
             parts.append(f"{count} malformed lines skipped ({reason})")
         for name, value in self.mapper.items():
@@ -39,86 +54,118 @@ class ReplaySummary:
         return "; ".join(parts)
 
 
-class Replay:
-    """Maps records with their own timestamps as envelope times."""
+class OutputSink:
+    """The envelope sink of a replay: JSON lines to a binary stream, counted. A failed write is
+    an `OutputError` (a closed pipe stays `BrokenPipeError`: the reader has what it wanted)."""
 
-    def __init__(self, ids: IdFactory) -> None:
-        self.mapper = Mapper(ids)
+    name = "output"
+
+    def __init__(self, out: BinaryIO, *, flush_each: bool = False) -> None:
         self.envelopes = 0
-        self._time = 0
+        self._out = out
+        self._flush_each = flush_each  # --follow: a reader waits for each envelope
 
-    def map(self, records: Iterable[Record]) -> Iterator[list[Envelope]]:
-        feed = self.mapper.feed
-        for record in records:
-            ts = record.timestamp_ms
-            if ts is not None:
-                self._time = ts
-            out = feed(record, self._time)
-            if out:
-                self.envelopes += len(out)
-                yield out
+    def write(self, envelopes: Sequence[Envelope], processed_keys: Sequence[str] = ()) -> None:
+        if envelopes:
+            self.envelopes += len(envelopes)
+            with _output_errors():
+                self._out.write(b"".join([e.to_json() + b"\n" for e in envelopes]))
+                if self._flush_each:
+                    self._out.flush()
 
-    def finish(self) -> list[Envelope]:
-        out = self.mapper.finish(self._time)
-        self.envelopes += len(out)
-        return out
+    def flush(self) -> None:
+        with _output_errors():
+            self._out.flush()
+
+    def close(self) -> None:
+        """Leaves the stream open: the caller owns it."""
 
 
-def open_transcript(path: Path, *, live: bool = False) -> SessionFiles:
-    """SessionFiles for one transcript (`live`: still being written), or InputFileError if it
-    cannot be read."""
+@contextmanager
+def _output_errors() -> Iterator[None]:
     try:
-        with path.open("rb"):
-            pass
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write the envelopes to the output: {exc.strerror or exc}") from None
+
+
+def replay_file(
+    path: Path, ids: IdFactory, out: BinaryIO, *, follow: bool = False, stdin_fd: int = 0
+) -> ReplaySummary:
+    """Replay the transcript at `path` (`-`: the stream on `stdin_fd`) to `out` (see the module
+    docstring); the summary says what was read, skipped and made."""
+    with open_transcript(path, live=follow, stdin_fd=stdin_fd) as (files, is_stream):
+        sink = OutputSink(out, flush_each=follow)
+        mirror = Mirror(Mapper(ids), sink, clock=None)
+        try:
+            if follow and not is_stream:
+                anyio.run(_follow, files, mirror)
+            else:
+                _read_to_end(files, mirror)
+                if not follow:
+                    mirror.finish()
+        except KeyboardInterrupt:
+            if not follow:
+                raise
+        sink.flush()
+        return _summary(files, sink, mirror)
+
+
+@contextmanager
+def open_transcript(path: Path, *, live: bool, stdin_fd: int) -> Iterator[tuple[SessionFiles, bool]]:
+    """The transcript's files, and whether it is a stream; InputFileError if it cannot be read."""
+    files = SessionFiles(clock=time.monotonic if live else None)
+    if path == STDIN:
+        files.add_stream(path, stdin_fd)
+        yield files, True
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a FIFO: waits for its writer, like `cat`
     except FileNotFoundError:
         raise InputFileError(f"no such transcript: {path}") from None
-    except IsADirectoryError:
-        raise InputFileError(f"{path} is a directory; give the session's .jsonl file") from None
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    files = SessionFiles(clock=time.monotonic if live else None)
-    files.add_main(path)
-    return files
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputFileError(f"{path} is a directory; give the session's .jsonl file")
+        if stat.S_ISREG(mode):
+            files.add_main(path)  # read by offset (it can be tailed), with its subagent files
+        else:
+            files.add_stream(path, fd)
+        yield files, not stat.S_ISREG(mode)
+    finally:
+        os.close(fd)
 
 
-def write_envelopes(out: BinaryIO, batches: Iterable[list[Envelope]]) -> None:
-    for batch in batches:
-        out.write(b"".join(e.to_json() + b"\n" for e in batch))
+def _read_to_end(files: SessionFiles, mirror: Mirror) -> None:
+    # One record at a time: a slow stream's records are not held back, and envelopes die young
+    # (batches of a few hundred records were measured slower: more objects alive for the GC).
+    for record in files.read_new():
+        mirror.deliver((record,))
+    mirror.deliver(list(files.finish()))  # a complete last record without its newline
 
 
-def replay_file(path: Path, ids: IdFactory, out: BinaryIO) -> ReplaySummary:
-    """Replay a finished transcript: map everything, close what is left open, write to `out`."""
-    files = open_transcript(path)
-    replay = Replay(ids)
-    write_envelopes(out, replay.map(files.read_new()))
-    write_envelopes(out, replay.map(files.finish()))  # a complete last record without its newline
-    write_envelopes(out, [replay.finish()])
-    return summarize(files, replay)
-
-
-def summarize(files: SessionFiles, replay: Replay) -> ReplaySummary:
-    return ReplaySummary(
-        records=files.stats.records,
-        envelopes=replay.envelopes,
-        duplicates=files.stats.duplicates,
-        malformed=dict(files.stats.malformed),
-        mapper=replay.mapper.state.stats.summary(),
-    )
-
-
-async def follow_file(path: Path, ids: IdFactory, out: BinaryIO, summary: list[ReplaySummary]) -> None:
-    """Replay, then keep tailing the transcript and its subagent files until cancelled. A turn
-    still open stays open (more records may come). `summary` receives the figures on the way out."""
-    files = open_transcript(path, live=True)
-    replay = Replay(ids)
+async def _follow(files: SessionFiles, mirror: Mirror) -> None:
     watcher = make_watcher()
 
     async def deliver(batch: list[Record]) -> None:
-        write_envelopes(out, replay.map(batch))
-        out.flush()
+        mirror.deliver(batch)
 
     try:
         await TranscriptScanner(files, watcher).run(deliver)
     finally:
         watcher.close()
-        summary.append(summarize(files, replay))
+
+
+def _summary(files: SessionFiles, sink: OutputSink, mirror: Mirror) -> ReplaySummary:
+    return ReplaySummary(
+        records=files.stats.records,
+        envelopes=sink.envelopes,
+        duplicates=files.stats.duplicates,
+        invalid_utf8=files.stats.invalid_utf8,
+        malformed=dict(files.stats.malformed),
+        mapper=mirror.mapper.state.stats.summary(),
+    )

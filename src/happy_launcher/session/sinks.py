@@ -7,13 +7,13 @@ A sink failure (disk full, a closed pipe) is logged and never reaches the Claude
 from __future__ import annotations
 
 import logging
-import os
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from happy_launcher.errors import StoreConflictError, StoreError
+from happy_launcher.fdio import write_all
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.store import SessionStore
@@ -69,19 +69,13 @@ class JsonLinesSink:
             return
         data = b"".join([env.to_json() + b"\n" for env in envelopes])
         try:
-            _write_all(self._output.fd, data)
+            write_all(self._output.fd, data)
         except BrokenPipeError:
             self._disabled = True
             _LOG.warning("%s: the reader closed the pipe; no more envelopes are written there", self.name)
 
     def close(self) -> None:
         self._output.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 class MemorySink:

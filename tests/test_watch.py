@@ -1,0 +1,57 @@
+"""The directory watcher's fallbacks are logged, once each (never silent, never a flood)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from happy_launcher.claude.watch import InotifyWatcher
+
+
+def test_a_failed_watch_is_logged_once_and_a_vanished_directory_not_at_all(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "back")
+    (tmp_path / "back").symlink_to(loop)  # ELOOP: a real inotify_add_watch failure, even as root
+    watcher = InotifyWatcher()
+    try:
+        with caplog.at_level(logging.WARNING, logger="happy_launcher.claude.watch"):
+            for _ in range(3):  # the scanner calls watch() on every wake-up
+                watcher.watch({loop, tmp_path / "gone"})
+    finally:
+        watcher.close()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot watch {loop} for changes (Too many levels of symbolic links): "
+        "records there arrive with the periodic re-read only"
+    ]
+
+
+# inotify_init1 fails like it does at the per-user instance limit: no file descriptor left.
+NO_INOTIFY = """
+import logging, os, resource, sys
+from happy_launcher.claude.watch import PollingWatcher, make_watcher
+logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+print(type(make_watcher()).__name__)
+"""
+
+
+def test_no_inotify_falls_back_to_polling_with_one_log_line() -> None:
+    done = subprocess.run([sys.executable, "-c", NO_INOTIFY], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "PollingWatcher\n"
+    assert done.stderr.splitlines() == [
+        "WARNING happy_launcher.claude.watch inotify unavailable ([Errno 24] Too many open files): "
+        "transcripts are re-read periodically, records arrive later"
+    ]
