@@ -15,7 +15,6 @@ from happy_launcher.errors import HappyError
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=False,
-    help="Run Claude Code as `happy claude` and mirror the session as session-protocol envelopes.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 protocol_app = typer.Typer(help="The session protocol.", no_args_is_help=True)
@@ -25,6 +24,44 @@ app.add_typer(protocol_app, name="protocol")
 def fail(error: HappyError) -> typer.Exit:
     typer.echo(f"happy: {error}", err=True)
     return typer.Exit(error.exit_code)
+
+
+def _show_version(value: bool) -> None:
+    if not value:
+        return
+    import os
+    import subprocess
+
+    from happy_launcher import __version__
+    from happy_launcher.claude.binary import find_claude
+
+    typer.echo(f"happy {__version__}")
+    try:
+        claude = find_claude(os.environ)
+    except HappyError as error:
+        raise fail(error) from None
+    try:
+        done = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        version = done.stdout.strip() or f"unknown (--version exited {done.returncode})"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        version = f"unknown ({exc})"
+    typer.echo(f"claude {version} at {claude}")
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="happy's and Claude's versions."
+        ),
+    ] = False,
+) -> None:
+    """Run Claude Code as `happy claude` and mirror the session as session-protocol envelopes.
+
+    `happy claude ARGS…` (or plain `happy ARGS…`) runs Claude with Claude's own arguments; see
+    `happy claude --help`."""
 
 
 @app.command(

@@ -24,6 +24,8 @@ def run(argv: Sequence[str]) -> int:
             return 0
         env = dict(os.environ)
         binary = find_claude(env)
+        if _asks_version(args):  # no session to mirror: step aside, Claude answers as itself
+            os.execve(binary, [str(binary), *args.passthrough], env)
         home = _usable_home(args, env)
         events = open_events_output(args.options.events) if args.options.events is not None else None
         cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
@@ -37,6 +39,11 @@ def run(argv: Sequence[str]) -> int:
     except HappyError as error:
         sys.stderr.write(f"happy: {error}\n")
         return error.exit_code
+
+
+def _asks_version(args: ClaudeArgs) -> bool:
+    prompt = set(args.prompt_positions)
+    return any(t in ("--version", "-v") for i, t in enumerate(args.passthrough) if i not in prompt)
 
 
 def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:

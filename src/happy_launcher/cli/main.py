@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-VERBS = frozenset({"replay", "protocol", "--help", "-h"})
+VERBS = frozenset({"replay", "protocol", "--help", "-h", "--version", "help"})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -18,4 +18,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(run(args[1:] if args and args[0] == "claude" else args))
     from happy_launcher.cli.app import app
 
+    if args[0] == "help":  # like `git help`: the overview (`happy claude help` still asks Claude)
+        args[0] = "--help"
     app(args, prog_name="happy")
