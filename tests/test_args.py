@@ -278,3 +278,17 @@ def test_parse_result_is_frozen() -> None:
     assert isinstance(args, ClaudeArgs)
     with pytest.raises(AttributeError):
         args.passthrough = ()  # type: ignore[misc]
+
+
+def test_uuid_helpers_agree_with_the_uuid_module() -> None:
+    import uuid
+
+    from happy_launcher.local.args import is_uuid, new_uuid4
+
+    for _ in range(50):
+        made = new_uuid4()
+        parsed = uuid.UUID(made)
+        assert str(parsed) == made and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert is_uuid(made) and is_uuid(made.upper())
+    for bad in ("", "x", "{" + str(uuid.uuid4()) + "}", uuid.uuid4().hex, str(uuid.uuid4()) + "0"):
+        assert not is_uuid(bad)

@@ -20,7 +20,8 @@ opening prompt a second time.
 
 from __future__ import annotations
 
-import uuid
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,7 +300,7 @@ def _intent(b: _Builder) -> SessionIntent:
     kind: Literal["fresh", "resume", "continue"] = "resume" if b.resume else "continue" if b.cont else "fresh"
     if b.session_id is not None:
         if not is_uuid(b.session_id):
-            raise UsageError(f"--session-id {b.session_id!r} is not a valid UUID (like {uuid.uuid4()})")
+            raise UsageError(f"--session-id {b.session_id!r} is not a valid UUID (like {new_uuid4()})")
         if kind != "fresh" and not b.fork:
             raise UsageError(f"--session-id with --{kind} also needs --fork-session")
     return SessionIntent(
@@ -343,9 +344,19 @@ def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
     )
 
 
+# The uuid module imports `platform` (a few ms): these run before Claude starts, so they do without.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
 def is_uuid(value: str) -> bool:
-    """A uuid in the canonical 8-4-4-4-12 form (Python also accepts braces, urn: and no dashes)."""
-    try:
-        return str(uuid.UUID(value)) == value.lower()
-    except ValueError:
-        return False
+    """A uuid in the canonical 8-4-4-4-12 form (Python's UUID() also accepts braces, urn: and no dashes)."""
+    return _CANONICAL_UUID.fullmatch(value) is not None
+
+
+def new_uuid4() -> str:
+    """A random (version 4) uuid, canonical form."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

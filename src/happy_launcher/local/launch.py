@@ -7,12 +7,11 @@ a relaunch is a plain `--resume <id>` without the opening prompt (design §3).
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, looks_like_option
+from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, looks_like_option, new_uuid4
 
 
 @dataclass(frozen=True)
@@ -38,11 +37,7 @@ class Launch:
         return None
 
 
-def _uuid4() -> str:
-    return str(uuid.uuid4())
-
-
-def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = _uuid4) -> Launch:
+def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = new_uuid4) -> Launch:
     """The first launch for ``intent``. A new session (fresh, or a fork) gets a pre-assigned id (the user's
     --session-id, else ``new_id()``) so its id is known before Claude starts."""
     if intent.kind == "fresh":

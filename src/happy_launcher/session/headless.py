@@ -14,6 +14,8 @@ are left.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 # Signals sent to happy itself end the run the conventional way (128 + the signal), as they
 # would end `claude` run directly.
 _ENDING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+_MIRROR_NICENESS = 10
 
 
 def run_headless(cfg: LocalConfig) -> int:
@@ -43,6 +46,10 @@ def run_headless(cfg: LocalConfig) -> int:
         raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
     if cfg.home is None:  # not mirrored (happy home unusable, already said)
         return _exit_code(wait_direct(pid))
+    # The mirror's set-up (imports, the store) must not slow Claude down: on a busy machine
+    # Claude gets the CPU first. Only this process is lowered; Claude keeps its priority.
+    with contextlib.suppress(OSError):
+        os.nice(_MIRROR_NICENESS)
 
     import anyio  # heavy from here on: Claude is already running
 
