@@ -243,8 +243,9 @@ def read_only_mount(path: Path) -> list[str]:
     return ["unshare", "--mount", "sh", "-c", setup, "sh"]
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_to_happy_reaches_claude_and_closes_the_turn(
-    cenv: ClaudeEnv, home: Path, fake: FakeAnthropic
+    cenv: ClaudeEnv, home: Path, fake: FakeAnthropic, sig: signal.Signals
 ) -> None:
     proc = subprocess.Popen(
         [HAPPY, "claude", "-p", f"{SLOW} please"],
@@ -256,12 +257,12 @@ def test_a_signal_to_happy_reaches_claude_and_closes_the_turn(
     )
     try:
         fake.wait_for_requests(1, timeout=30)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         proc.wait(timeout=30)
     finally:
         proc.kill()
         proc.communicate()
-    assert proc.returncode == 128 + signal.SIGTERM
+    assert proc.returncode == 128 + sig
     status, _ = session_status(home)
     assert status == "cancelled"
     assert kinds(mirrored(home))[-1] == "turn-end:cancelled"
