@@ -67,3 +67,17 @@ def test_a_missing_claude_says_how_to_install(tmp_path: Path) -> None:
     result = run_happy(tmp_path, tmp_path / "nowhere" / "claude", "-p", "hi")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("happy: HAPPY_CLAUDE_PATH=") and "does not exist" in result.stderr
+
+
+def test_state_files_are_private_even_when_an_older_happy_made_them(tmp_path: Path) -> None:
+    home = tmp_path / "happy"
+    home.mkdir()
+    for name in ("happy.log", "sessions.db"):
+        (home / name).touch(mode=0o644)
+        (home / name).chmod(0o644)
+    result = run_happy(tmp_path, stand_in(tmp_path, "exit 0"), "-p", "hi")
+    assert result.returncode == 0, result.stderr
+    assert {name: (home / name).stat().st_mode & 0o777 for name in ("happy.log", "sessions.db")} == {
+        "happy.log": 0o600,
+        "sessions.db": 0o600,
+    }
