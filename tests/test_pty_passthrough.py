@@ -15,6 +15,7 @@ import re
 import select
 import shlex
 import signal
+import subprocess
 import sys
 import termios
 import threading
@@ -54,7 +55,7 @@ class Outer:
         self.settings_before: bytes = self.proc.match.group(1)
 
     def handshake(self, tag: bytes) -> int:
-        """Wait for the child's `TAG <ppid> <pid>` line; return the pass-through's pid (ppid)."""
+        """Wait for the child's `TAG <pass-through pid> <pid>` line; return the pass-through's pid."""
         self.proc.expect(tag + rb" (\d+) \d+\r+\n")
         return int(self.proc.match.group(1))
 
@@ -82,6 +83,31 @@ class Outer:
 def test_exit_code_passes_through(child_args: list[str], expected: int) -> None:
     code, _ = Outer(child_args).finish()
     assert code == expected
+
+
+def test_a_command_that_cannot_start(tmp_path: Path) -> None:
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\necho ran\n")
+    done = subprocess.run(
+        [*PASSTHROUGH, str(script)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (126, "")
+    assert done.stderr == f"happy: {script}: Permission denied\n"
+
+    session, fds = devnull_session([], Collector(), argv=[str(script)])
+    fds_before = open_fd_count()
+    try:
+        with pytest.raises(PermissionError):
+            anyio.run(session.run)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert open_fd_count() == fds_before - 2  # the PTY and the error pipe are closed too
 
 
 def test_typed_bytes_reach_the_child_intact() -> None:
@@ -237,10 +263,12 @@ class Collector:
         assert await anyio.to_thread.run_sync(self._wait_sync, marker), f"no {marker!r} in {self.data!r}"
 
 
-def devnull_session(child_args: list[str], collector: Collector) -> tuple[PtySession, list[int]]:
+def devnull_session(
+    child_args: list[str], collector: Collector, argv: list[str] | None = None
+) -> tuple[PtySession, list[int]]:
     fds = [os.open(os.devnull, os.O_RDONLY), os.open(os.devnull, os.O_WRONLY)]
     session = PtySession(
-        [*CHILD, *child_args],
+        argv or [*CHILD, *child_args],
         env=os.environ,
         cwd=Path.cwd(),
         stdin_fd=fds[0],

@@ -10,6 +10,9 @@ a real terminal would, so the TUI switches on what it would switch on there.
 With ``wrap_stty=True`` happy runs inside ``sh -c 'echo BEFORE $(stty -g); happy …; echo RC=$? AFTER
 $(stty -g)'`` on the pexpect PTY (the "user's terminal"), so a test can compare the terminal settings
 from before and after the run: the same shell, on the same terminal, prints both.
+
+With ``shell=True`` happy is typed at the prompt of an interactive ``bash`` (job control: Ctrl-Z, ``jobs``,
+``fg``), whose prompt line is ``RC=$? AFTER $(stty -g)`` followed by ``$ ``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ READY_MARKERS = ("for shortcuts", "shift+tab to cycle")
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|.)")
 _STTY_BEFORE = re.compile(r"BEFORE (\S+)\r?\n")
 _STTY_AFTER = re.compile(r"RC=(\d+) AFTER (\S+)\r?\n")
+SHELL_ENV = {"PS1": "$ ", "PROMPT_COMMAND": 'echo "RC=$? AFTER $(stty -g)"', "HISTFILE": "/dev/null"}
 
 Envelope = dict[str, Any]
 
@@ -58,6 +62,7 @@ class HappyTui:
         env: dict[str, str] | None = None,
         dimensions: tuple[int, int] = (40, 120),
         wrap_stty: bool = False,
+        shell: bool = False,
         terminal_replies: Mapping[bytes, bytes] | None = None,
     ) -> None:
         self.cenv = cenv
@@ -71,7 +76,9 @@ class HappyTui:
         }
         argv = ["claude", "--happy-events", str(self.events_path), *args]
         self.log = (home / "tui.log").open("ab")
-        self.wrapped = wrap_stty
+        self.wrapped = wrap_stty or shell
+        self.shell = shell
+        self._prompt_mark = 0  # shell mode: where to look for the next prompt line
         self.stty_before: str | None = None
         self.stty_after: str | None = None
         self._exit_code: int | None = None
@@ -80,7 +87,11 @@ class HappyTui:
         self.raw = bytearray()  # every byte the terminal received, undecoded
         # Answers to the terminal queries a TUI sends (query -> reply), as a real terminal would give.
         self.replies = dict(terminal_replies or {})
-        if wrap_stty:
+        spawn_env = self.env
+        if shell:
+            command, cmd_args = "/bin/bash", ["--norc", "--noprofile", "-i"]
+            spawn_env = {**self.env, **SHELL_ENV}
+        elif wrap_stty:
             inner = shlex.join([happy_executable(), *argv])
             script = f'echo "BEFORE $(stty -g)"; {inner}; echo "RC=$? AFTER $(stty -g)"'
             command, cmd_args = "/bin/sh", ["-c", script]
@@ -90,12 +101,15 @@ class HappyTui:
             command,
             cmd_args,
             cwd=str(cenv.cwd),
-            env=self.env,
+            env=spawn_env,
             dimensions=dimensions,
             logfile=self.log,
             timeout=30,
         )
-        if wrap_stty:
+        if shell:
+            self.stty_before = self.next_prompt()[1]
+            self.child.sendline(shlex.join([happy_executable(), *argv]))
+        elif wrap_stty:
             self.wait(lambda: _STTY_BEFORE.search(self.seen) is not None, 10, "the BEFORE stty line")
             match = _STTY_BEFORE.search(self.seen)
             assert match is not None
@@ -190,9 +204,27 @@ class HappyTui:
         self.child.send("\r")
         return self.wait_exit(timeout)
 
+    def next_prompt(self, timeout: float = 10) -> tuple[int, str]:
+        """Shell mode: wait for the shell's next prompt; (`$?`, `stty -g`) it printed."""
+        self.wait(lambda: _STTY_AFTER.search(self.seen, self._prompt_mark) is not None, timeout, "a prompt")
+        match = _STTY_AFTER.search(self.seen, self._prompt_mark)
+        assert match is not None
+        self._prompt_mark = match.end()
+        return int(match.group(1)), match.group(2)
+
+    def shell_line(self, line: str, timeout: float = 10) -> str:
+        """Shell mode: type `line` at the prompt; what it printed before the next prompt."""
+        start = self._prompt_mark = len(self.seen)
+        self.child.sendline(line)
+        self.next_prompt(timeout)
+        return self.seen[start : self._prompt_mark].rsplit("RC=", 1)[0]
+
     def wait_exit(self, timeout: float = 20) -> int:
         """Wait for happy to end; its exit code (shell-style: 128+N when killed by signal N)."""
-        if self.wrapped:
+        if self.shell:
+            self._exit_code, self.stty_after = self.next_prompt(timeout)
+            self.child.sendline("exit")
+        elif self.wrapped:
             self.wait(lambda: _STTY_AFTER.search(self.seen) is not None, timeout, "happy to exit")
             match = _STTY_AFTER.search(self.seen)
             assert match is not None
@@ -231,8 +263,11 @@ class HappyTui:
         return children[0]
 
     def claude_pid(self) -> int:
-        """The pid of the Claude process (happy's child)."""
-        children = _children(self.happy_pid())
+        """The pid of the Claude process (the child of happy's PTY session leader)."""
+        leader = _children(self.happy_pid())
+        assert len(leader) == 1, leader
+        self._pids.add(leader[0])
+        children = _children(leader[0])
         assert len(children) == 1, children
         self._pids.add(children[0])
         return children[0]

@@ -1,8 +1,9 @@
 """Run a command through our PTY so that it feels exactly like running it directly.
 
 `run_passthrough` is what `happy claude` calls: raw terminal, the child under a PTY, window
-size changes and signals relayed, the child's exit code returned and the terminal restored on
-every path. `python -m happy_launcher.local.passthrough -- CMD ARGS...` runs any command that way.
+size changes and signals relayed, Ctrl-Z job control, the exit code returned and the terminal
+restored on every path. `python -m happy_launcher.local.passthrough -- CMD ARGS...` runs any
+command that way.
 """
 
 from __future__ import annotations
@@ -18,12 +19,21 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 import anyio
 import anyio.abc
 
+from happy_launcher.local.job_control import JobControl, UserTerminal
 from happy_launcher.local.pty_session import ChildExit, PtySession
 from happy_launcher.local.terminal import TerminalGuard, terminal_size
 
 _log = logging.getLogger(__name__)
 
-_RELAYED_SIGNALS = (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+_RELAYED_SIGNALS = (
+    signal.SIGWINCH,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGINT,
+    signal.SIGQUIT,
+    signal.SIGCHLD,
+    signal.SIGCONT,
+)
 _USAGE = "usage: python -m happy_launcher.local.passthrough -- CMD [ARGS...]"
 
 
@@ -43,7 +53,7 @@ async def run_passthrough(
     when the child exits; if it raises, the child is stopped and the exception propagates.
     `on_output` sees every output chunk, from the pump thread (see `PtySession`). SIGWINCH
     resizes the child, SIGINT/SIGQUIT are forwarded to it, SIGTERM/SIGHUP stop it
-    (stopped_by_us=True).
+    (stopped_by_us=True), SIGCHLD/SIGCONT drive job control.
     Failures propagate unwrapped when a single exception is behind them.
     """
     # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
@@ -61,10 +71,11 @@ async def run_passthrough(
             child_attrs=guard.saved_attrs,
         )
         outcome: list[ChildExit] = []
+        relay = _SignalRelay(session, JobControl(session, UserTerminal(guard, stdin_fd, stdout_fd)))
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(_run_child, session, outcome, tg.cancel_scope)
-                tg.start_soon(_relay_signals, signals, session, tg, (stdout_fd, stdin_fd))
+                tg.start_soon(relay.run, signals, tg, (stdout_fd, stdin_fd))
                 if on_started is not None:
                     tg.start_soon(_call, on_started, session)
         except BaseExceptionGroup as group:
@@ -86,23 +97,35 @@ async def _run_child(
     scope.cancel()  # the child is gone: the signal relay and on_started have nothing left to do
 
 
-async def _relay_signals(
-    signals: AsyncIterator[signal.Signals],
-    session: PtySession,
-    tg: anyio.abc.TaskGroup,
-    size_fds: tuple[int, int],
-) -> None:
-    async for sig in signals:
-        if sig == signal.SIGWINCH:
-            session.resize(*terminal_size(*size_fds))
-        elif sig in (signal.SIGINT, signal.SIGQUIT):
-            # From the keyboard only when stdin is not a raw TTY (raw mode turns ^C into a plain
-            # byte): deliver it to the child's foreground job, as the terminal would have.
-            session.send_signal(sig, foreground_group=True)
-        else:
-            # SIGTERM/SIGHUP: we are being closed, so the child goes first. In its own task, so
-            # that later signals (a second SIGTERM, SIGWINCH) are still handled meanwhile.
-            tg.start_soon(session.stop)
+class _SignalRelay:
+    """Acts on the signals we receive while the child runs."""
+
+    def __init__(self, session: PtySession, job: JobControl) -> None:
+        self._session = session
+        self._job = job
+
+    async def run(
+        self, signals: AsyncIterator[signal.Signals], tg: anyio.abc.TaskGroup, size_fds: tuple[int, int]
+    ) -> None:
+        session = self._session
+        async for sig in signals:
+            if sig == signal.SIGWINCH:
+                session.resize(*terminal_size(*size_fds))
+            elif sig == signal.SIGCHLD:
+                if session.child_stopped():
+                    await self._job.child_stopped()
+            elif sig == signal.SIGCONT:
+                if self._job.continued():
+                    tg.start_soon(self._job.stop_again)
+            elif sig in (signal.SIGINT, signal.SIGQUIT):
+                # From the keyboard only when stdin is not a raw TTY (raw mode turns ^C into a plain
+                # byte): deliver it to the child's foreground job, as the terminal would have.
+                session.send_signal(sig, foreground_group=True)
+            else:
+                # SIGTERM/SIGHUP: we are being closed, so the child goes first. In its own task, so
+                # that later signals (a second SIGTERM, SIGWINCH) are still handled meanwhile.
+                self._job.end()
+                tg.start_soon(session.stop)
 
 
 async def _call(func: Callable[[PtySession], Awaitable[None]], session: PtySession) -> None:
@@ -147,9 +170,9 @@ def main(argv: list[str]) -> int:
     run = functools.partial(run_passthrough, command, env=os.environ.copy(), cwd=pathlib.Path.cwd())
     try:
         return anyio.run(run).code
-    except FileNotFoundError as exc:  # the command, or the directory to run it in
+    except (FileNotFoundError, PermissionError) as exc:  # the command, or the directory to run it in
         print(f"happy: {exc.filename or command[0]}: {exc.strerror or exc}", file=sys.stderr)
-        return 127
+        return 127 if isinstance(exc, FileNotFoundError) else 126  # as a shell says it
 
 
 if __name__ == "__main__":

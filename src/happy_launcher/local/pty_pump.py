@@ -9,6 +9,7 @@ import fcntl
 import logging
 import os
 import select
+import signal
 import struct
 import termios
 import threading
@@ -25,6 +26,7 @@ _READ_SIZE = 1 << 16
 _INPUT_HIGH_WATER = 1 << 20  # stop reading stdin while this much input still waits for the child
 _DRAIN_IDLE_MS = 50  # once the child is reaped, this much output silence means we have it all
 _DRAIN_MAX_S = 1.0  # ... and a grandchild still writing to the PTY cannot keep us running
+_DRAIN_MAX_READS = 64  # a drain request moves at most this many reads (up to 4 MiB)
 _REAP_POLL_MS = 100  # exit polling interval where pidfd_open is unavailable
 _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
 
@@ -55,6 +57,16 @@ class ChildProcess:
                     self.status = status
             return self.status is not None
 
+    def poll_stopped(self) -> bool:
+        """True if the child has stopped since the last call (each stop is reported once)."""
+        with self._lock:
+            if self.status is not None:
+                return False
+            try:
+                return os.waitid(os.P_PID, self.pid, os.WSTOPPED | os.WNOHANG) is not None
+            except ChildProcessError:
+                return False
+
     def signal(self, sig: int, *, foreground_group: bool = False) -> None:
         with self._lock:
             if self.status is not None:
@@ -66,6 +78,11 @@ class ChildProcess:
                     target = -os.tcgetpgrp(self.fd) or self.pid
             with contextlib.suppress(ProcessLookupError):
                 os.kill(target, sig)
+
+    def kill(self) -> None:
+        """SIGKILL the PTY's foreground job, then the child: a killed leader cannot pass it on."""
+        self.signal(signal.SIGKILL, foreground_group=True)
+        self.signal(signal.SIGKILL)
 
     def resize(self, rows: int, cols: int) -> None:
         with self._lock:
@@ -85,13 +102,15 @@ class ChildProcess:
 
 
 class Inbox:
-    """Thread-safe mailbox into the pump thread: input for the child and a stop request, plus
-    the self-pipe that wakes the pump's poll()."""
+    """Thread-safe mailbox into the pump thread: input for the child, a stop request, pausing our
+    stdin and requests to drain the child's output, plus the self-pipe that wakes the pump's poll()."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._data = bytearray()
         self.stop_requested = False
+        self.input_paused = False
+        self._drain_requests: list[Callable[[], None]] = []
         self._wake_fd: int | None = None
 
     def put(self, data: bytes) -> None:
@@ -104,17 +123,31 @@ class Inbox:
             self.stop_requested = True
             self._wake()
 
+    def pause_input(self, paused: bool, on_drained: Callable[[], None] | None = None) -> None:
+        """Stop (or resume) reading our stdin. `on_drained` is called from the pump thread once the
+        output the child has written so far is on our stdout."""
+        with self._lock:
+            self.input_paused = paused
+            if on_drained is not None:
+                self._drain_requests.append(on_drained)
+            self._wake()
+
     def take(self) -> bytes:
         with self._lock:
             data = bytes(self._data)
             self._data.clear()
             return data
 
+    def take_drain_requests(self) -> list[Callable[[], None]]:
+        with self._lock:
+            requests, self._drain_requests = self._drain_requests, []
+            return requests
+
     def attach(self, wake_fd: int | None) -> None:
         # Swapped under the lock so put() never writes to a pipe fd after the pump closed it.
         with self._lock:
             self._wake_fd = wake_fd
-            if wake_fd is not None and (self._data or self.stop_requested):
+            if wake_fd is not None and (self._data or self.stop_requested or self._drain_requests):
                 self._wake()
 
     def _wake(self) -> None:
@@ -201,7 +234,8 @@ class Pump:
         if self._master_open:
             master = select.POLLIN | (select.POLLOUT if self._to_child else 0)
         self._set_interest(self._child.fd, master)
-        reading = self._stdin_open and not self._inbox.stop_requested
+        # Paused while we are suspended: a read from the background would stop us (SIGTTIN).
+        reading = self._stdin_open and not self._inbox.stop_requested and not self._inbox.input_paused
         reading = reading and len(self._to_child) < _INPUT_HIGH_WATER
         if self._stdin_fd >= 0:
             self._set_interest(self._stdin_fd, select.POLLIN if reading else 0)
@@ -214,10 +248,11 @@ class Pump:
                 self._poller.unregister(fd)
             self._interest[fd] = mask
 
-    def _pump_output(self) -> None:
+    def _pump_output(self) -> bool:
+        """Move what the child has written to stdout; False if there was nothing."""
         data = self._read_master()
         if not data:
-            return
+            return False
         if self._stdout_ok:
             try:
                 write_all(self._stdout_fd, data)
@@ -229,6 +264,13 @@ class Pump:
             except Exception:
                 _log.exception("PTY output observer failed; it will not be called again")
                 self._on_output = None
+        return True
+
+    def _drain_output(self) -> None:
+        # Bounded: a grandchild that writes without pause cannot hold the caller forever.
+        for _ in range(_DRAIN_MAX_READS):
+            if not self._master_open or not self._pump_output():
+                return
 
     def _read_master(self) -> bytes:
         """What the child's output holds right now (up to _READ_SIZE), as one chunk.
@@ -273,6 +315,12 @@ class Pump:
         self._to_child += self._inbox.take()
         if self._inbox.stop_requested:
             self._to_child.clear()
+        for on_drained in self._inbox.take_drain_requests():
+            self._drain_output()
+            try:
+                on_drained()
+            except Exception:
+                _log.exception("PTY drain callback failed")
 
     def _flush_to_child(self) -> None:
         if not self._to_child or not self._master_open:

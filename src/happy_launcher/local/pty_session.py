@@ -2,6 +2,8 @@
 
 The pump is a plain poll() loop in a dedicated thread, so throughput and keystroke latency do not
 depend on how busy the event loop is. Bytes are never decoded: they pass through untouched.
+The program runs as the foreground job of a small session leader (pty_leader.py), so that it can
+stop itself on Ctrl-Z; "the child" below is that leader, which mirrors the program's stops and exit.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import pathlib
 import shutil
 import signal
+import sys
 import termios
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +31,8 @@ from happy_launcher.local.pty_pump import ChildProcess, Inbox, Pump
 from happy_launcher.local.terminal import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
+_LEADER = str(pathlib.Path(__file__).with_name("pty_leader.py"))
+_DRAIN_TIMEOUT = 1.0  # pause_input(): longest wait for the pump to write out the child's output
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,24 @@ class PtySession:
         if self._child is not None:
             self._child.signal(sig, foreground_group=foreground_group)
 
+    def child_stopped(self) -> bool:
+        """True if the child has stopped (e.g. Ctrl-Z) since the last call; call on SIGCHLD."""
+        return self._child is not None and self._child.poll_stopped()
+
+    def continue_child(self) -> None:
+        self.send_signal(signal.SIGCONT)
+
+    async def pause_input(self) -> None:
+        """Stop reading our stdin, and return once the output the child wrote so far is on our
+        stdout (or after a short timeout, e.g. if the pump has already ended)."""
+        drained = anyio.Event()
+        self._inbox.pause_input(True, functools.partial(_set_from_thread, drained))
+        with anyio.move_on_after(_DRAIN_TIMEOUT):
+            await drained.wait()
+
+    def resume_input(self) -> None:
+        self._inbox.pause_input(False)
+
     async def stop(self, grace: float = 3.0) -> None:
         """Ask the child to end (SIGHUP then SIGTERM), SIGKILL after `grace` seconds; marks stopped_by_us.
 
@@ -131,22 +154,37 @@ class PtySession:
         if await _wait_for(exited, grace / 2):
             return
         self._inbox.request_stop()
-        child.signal(signal.SIGKILL)
+        child.kill()
         await exited.wait()
 
     def _spawn(self) -> ChildProcess:
         rows, cols = self._dimensions or terminal_size(self._stdout_fd, self._stdin_fd)
-        argv = [_resolve_command(self._argv[0], self._env, self._cwd), *self._argv[1:]]
-        proc = PtyProcess.spawn(
-            argv,
-            env=self._env,
-            dimensions=(rows, cols),
-            preexec_fn=functools.partial(_prepare_child, os.fspath(self._cwd), self._child_attrs),
-        )
+        command = _resolve_command(self._argv[0], self._env, self._cwd)
+        err_read, err_write = os.pipe()
+        with os.fdopen(err_read, "rb") as exec_errors:
+            try:
+                proc = PtyProcess.spawn(
+                    [sys.executable, "-I", "-S", _LEADER, str(err_write), command, *self._argv[1:]],
+                    env=self._env,
+                    dimensions=(rows, cols),
+                    preexec_fn=functools.partial(
+                        _prepare_child, os.fspath(self._cwd), self._child_attrs, err_write
+                    ),
+                    pass_fds=(err_write,),
+                )
+            finally:
+                os.close(err_write)
+            error = exec_errors.read()  # EOF, and nothing, once the command is exec'd
+        child = ChildProcess(proc)
+        if error:
+            child.try_reap(block=True)  # the leader exits at once when the command could not start
+            child.close()
+            code = int(error)
+            raise OSError(code, os.strerror(code), command)
         # Non-blocking so the pump can never deadlock writing input to a child that is itself
         # blocked writing output we are not reading.
         os.set_blocking(proc.fd, False)
-        return ChildProcess(proc)
+        return child
 
     async def _pump_until_exit(self, child: ChildProcess) -> int:
         pump = Pump(child, self._inbox, self._stdin_fd, self._stdout_fd, self._on_output)
@@ -172,11 +210,16 @@ class PtySession:
     def _finish(self, child: ChildProcess) -> None:
         if child.status is None:  # the pump failed with the child still there: never leave a zombie
             _log.warning("PTY pump ended before the child exited; killing pid %d", child.pid)
-            child.signal(signal.SIGKILL)
+            child.kill()
             child.try_reap(block=True)
         child.close()
         if self._exited is not None:
             self._exited.set()
+
+
+def _set_from_thread(event: anyio.Event) -> None:
+    with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits any more
+        anyio.from_thread.run_sync(event.set)
 
 
 async def _wait_for(event: anyio.Event, seconds: float) -> bool:
@@ -195,15 +238,12 @@ def _resolve_command(command: str, env: Mapping[str, str], cwd: str | os.PathLik
     return found
 
 
-def _prepare_child(cwd: str, attrs: TermAttrs | None) -> None:
-    """Runs in the forked child, just before exec.
+def _prepare_child(cwd: str, attrs: TermAttrs | None, err_fd: int) -> None:
+    """Runs in the forked child, just before the leader is exec'd.
 
     The chdir is done here rather than by ptyprocess, which would let a bad cwd raise inside the
     forked copy of this program; errors raised here are reported to the parent by spawn()."""
     os.chdir(cwd)
-    # Python ignores SIGPIPE and SIGXFSZ, and ignored dispositions survive exec: restore the
-    # defaults a shell would have given the program.
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
+    os.set_inheritable(err_fd, True)  # the leader reports a failed exec of the command on it
     if attrs is not None:
         termios.tcsetattr(0, termios.TCSANOW, attrs)

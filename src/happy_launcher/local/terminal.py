@@ -9,6 +9,7 @@ user's shell is not left with an invisible cursor or a mouse that types escape s
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import termios
@@ -206,9 +207,20 @@ class TerminalGuard:
         if os.isatty(self._stdin_fd):
             saved = termios.tcgetattr(self._stdin_fd)
             # TCSADRAIN, not TCSAFLUSH: keystrokes typed ahead while we start belong to the child.
-            termios.tcsetattr(self._stdin_fd, termios.TCSADRAIN, raw_attrs(saved))
+            _set_attrs(self._stdin_fd, termios.TCSADRAIN, raw_attrs(saved))
             self._saved = saved
         return self
+
+    def reacquire(self) -> None:
+        """Raw mode again after we were stopped: on the settings the terminal has now if restore()
+        gave it back (the user may have changed them meanwhile), else on the saved ones (a shell
+        puts its own settings back whenever a job stops)."""
+        if not os.isatty(self._stdin_fd):
+            return
+        with contextlib.suppress(termios.error, OSError):  # the terminal is gone: SIGHUP follows
+            saved = self._saved if self._saved is not None else termios.tcgetattr(self._stdin_fd)
+            _set_attrs(self._stdin_fd, termios.TCSADRAIN, raw_attrs(saved))
+            self._saved = saved
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -228,4 +240,18 @@ class TerminalGuard:
             # TCSAFLUSH drains our output first and drops replies to queries the child sent just
             # before exiting, which would otherwise show up as garbage at the shell prompt.
             with contextlib.suppress(termios.error, OSError):
-                termios.tcsetattr(self._stdin_fd, termios.TCSAFLUSH, saved)
+                _set_attrs(self._stdin_fd, termios.TCSAFLUSH, saved)
+
+
+def _set_attrs(fd: int, when: int, attrs: TermAttrs) -> None:
+    # TCSADRAIN/TCSAFLUSH wait for output to drain, and a signal (SIGCHLD, SIGWINCH) interrupts
+    # that wait with EINTR, which the termios module does not retry.
+    while True:
+        try:
+            termios.tcsetattr(fd, when, attrs)
+        except termios.error as exc:
+            if exc.args[0] != errno.EINTR:
+                raise
+        else:
+            return
+

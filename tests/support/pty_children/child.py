@@ -2,8 +2,8 @@
 
 `child.py MODE [ARG]`; every mode puts its PTY in raw mode first (like a real TUI), so the bytes
 it reads and writes are exactly the bytes that crossed our pass-through layer. Handshake lines
-carry the parent pid (the pass-through process) and the child's own pid, so the tests can
-signal the one and watch the other.
+carry the pass-through's pid (our grandparent: the PTY's session leader sits in between) and the
+child's own pid, so the tests can signal the one and watch the other.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import random
 import signal
 import sys
 import termios
+from pathlib import Path
 from types import FrameType
 
 _STDIN, _STDOUT = 0, 1
@@ -35,8 +36,13 @@ def out(data: bytes) -> None:
         view = view[os.write(_STDOUT, view) :]
 
 
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
 def hello(tag: str) -> None:
-    out(f"{tag} {os.getppid()} {os.getpid()}\r\n".encode())
+    out(f"{tag} {parent_of(os.getppid())} {os.getpid()}\r\n".encode())
 
 
 def block_forever() -> None:
@@ -93,6 +99,26 @@ def leave_modes_on() -> int:
     return 0
 
 
+def suspend_on_z(stop_signal: int) -> int:
+    """Like Claude on Ctrl-Z: on a "z", stop our process group with `stop_signal`; once continued,
+    report the window size. The hex of other input is printed; three ^D end it. Modes switched on
+    at the start stay on while stopped: the pass-through must reset them for the shell."""
+    out(b"\x1b[?1049h\x1b[?2004h")
+    hello("READY")
+    received = b""
+    while not received.endswith(_END_OF_INPUT):
+        chunk = os.read(_STDIN, 4096)
+        if chunk != b"z":
+            received += chunk
+            out(chunk.hex().encode() + b"\r\n")
+            continue
+        hello("SUSPENDING")
+        os.kill(0, stop_signal)
+        cols, rows = os.get_terminal_size(_STDIN)
+        out(f"RESUMED {rows} {cols}\r\n".encode())
+    return 0
+
+
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # die of SIGINT like a C program would
     make_raw()
@@ -105,6 +131,8 @@ def main(argv: list[str]) -> int:
     modes = {"hex": echo_hex, "sizes": report_sizes, "modes": leave_modes_on}
     if mode in modes:
         return modes[mode]()
+    if mode == "suspend":
+        return suspend_on_z(arg)
     return read_then_wait(arg) if mode == "read" else flood(arg)
 
 
