@@ -135,8 +135,8 @@ def test_bg_stops_again_and_kill_ends_the_job(bash: Bash) -> None:
     bash.run_and_report("bg", rb"Stopped")
     assert state(child) == "T"
 
-    # SIGCONT and SIGTERM: the child is hung up, the pass-through exits with its status.
-    bash.run_and_report("kill %1", rb"Exit 129")
+    # SIGCONT and SIGTERM: the child is ended, the pass-through exits 128 + SIGTERM.
+    bash.run_and_report("kill %1", rb"Exit 143")
     assert wait_pid_gone(child, TIMEOUT)
     assert wait_pid_gone(passthrough, TIMEOUT)
     assert b"Stopped" not in bash.run("jobs")

@@ -28,6 +28,7 @@ import pytest
 from happy_launcher.local.passthrough import run_passthrough
 from happy_launcher.local.pty_session import ChildExit, PtySession
 from happy_launcher.local.terminal import ModeTracker, terminal_size
+from tests.support.happy_tui import wait_pid_gone
 
 CHILD = [sys.executable, str(Path(__file__).parent / "support" / "pty_children" / "child.py")]
 PASSTHROUGH = [sys.executable, "-m", "happy_launcher.local.passthrough", "--"]
@@ -56,8 +57,12 @@ class Outer:
 
     def handshake(self, tag: bytes) -> int:
         """Wait for the child's `TAG <pass-through pid> <pid>` line; return the pass-through's pid."""
-        self.proc.expect(tag + rb" (\d+) \d+\r+\n")
-        return int(self.proc.match.group(1))
+        return self.handshake_pids(tag)[0]
+
+    def handshake_pids(self, tag: bytes) -> tuple[int, int]:
+        """Wait for the child's `TAG <pass-through pid> <pid>` line; return both pids."""
+        self.proc.expect(tag + rb" (\d+) (\d+)\r+\n")
+        return int(self.proc.match.group(1)), int(self.proc.match.group(2))
 
     def finish(self) -> tuple[int, bytes]:
         """Wait for the run to end, check the terminal settings came back; return (exit code, output)."""
@@ -154,14 +159,27 @@ def test_resize_reaches_the_child() -> None:
     assert code == 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_terminated_by_signal_stops_child_and_restores_terminal(sig: signal.Signals) -> None:
-    outer = Outer(["modes"])
-    passthrough_pid = outer.handshake(b"MODES-ON")
+@pytest.mark.parametrize(
+    ("sig", "child_args"),
+    [
+        (signal.SIGTERM, ["modes"]),
+        (signal.SIGHUP, ["modes"]),
+        (signal.SIGINT, ["modes"]),
+        (signal.SIGINT, ["modes", "1"]),  # a child that exits 0 on SIGINT, as Claude does
+        (signal.SIGQUIT, ["modes", "1"]),
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGINT", "SIGINT-exit-0", "SIGQUIT-exit-0"],
+)
+def test_ended_by_signal_stops_child_and_restores_terminal(
+    sig: signal.Signals, child_args: list[str]
+) -> None:
+    outer = Outer(child_args)
+    passthrough_pid, child_pid = outer.handshake_pids(b"MODES-ON")
     os.kill(passthrough_pid, sig)
     code, printed = outer.finish()
-    assert code == 128 + signal.SIGHUP  # stop() hangs the child up first, which kills it
+    assert code == 128 + sig  # whatever the child's own status: as if the signal had ended us
     assert printed.endswith(MODES_RESET)
+    assert wait_pid_gone(child_pid, TIMEOUT)
 
 
 def test_terminal_hangup_stops_child_and_exits() -> None:

@@ -8,6 +8,7 @@ command that way.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -34,6 +35,7 @@ _RELAYED_SIGNALS = (
     signal.SIGCHLD,
     signal.SIGCONT,
 )
+_INTERRUPT_GRACE = 3.0  # after a SIGINT/SIGQUIT we pass on, the child has this long to exit
 _USAGE = "usage: python -m happy_launcher.local.passthrough -- CMD [ARGS...]"
 
 
@@ -52,8 +54,10 @@ async def run_passthrough(
     `on_started(session)` runs as a task beside the child once it is spawned and is cancelled
     when the child exits; if it raises, the child is stopped and the exception propagates.
     `on_output` sees every output chunk, from the pump thread (see `PtySession`). SIGWINCH
-    resizes the child, SIGINT/SIGQUIT are forwarded to it, SIGTERM/SIGHUP stop it
-    (stopped_by_us=True), SIGCHLD/SIGCONT drive job control.
+    resizes the child, SIGCHLD/SIGCONT drive job control. SIGTERM and SIGHUP stop the child;
+    SIGINT and SIGQUIT are forwarded to its foreground job, then stop it if it has not exited
+    within a grace period. After any of these the result is `stopped_by_us` and its code is
+    128 + that signal, as if it had ended us.
     Failures propagate unwrapped when a single exception is behind them.
     """
     # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
@@ -83,7 +87,7 @@ async def run_passthrough(
             if leaf is None:
                 raise
             raise leaf from None
-    return outcome[0]
+    return relay.outcome(outcome[0])
 
 
 async def _run_child(
@@ -98,11 +102,17 @@ async def _run_child(
 
 
 class _SignalRelay:
-    """Acts on the signals we receive while the child runs."""
+    """Acts on the signals we receive while the child runs, and remembers the one that ended us."""
 
     def __init__(self, session: PtySession, job: JobControl) -> None:
         self._session = session
         self._job = job
+        self._ended_by: int | None = None
+
+    def outcome(self, child: ChildExit) -> ChildExit:
+        if self._ended_by is None:
+            return child
+        return dataclasses.replace(child, code=128 + self._ended_by, stopped_by_us=True)
 
     async def run(
         self, signals: AsyncIterator[signal.Signals], tg: anyio.abc.TaskGroup, size_fds: tuple[int, int]
@@ -117,15 +127,26 @@ class _SignalRelay:
             elif sig == signal.SIGCONT:
                 if self._job.continued():
                     tg.start_soon(self._job.stop_again)
-            elif sig in (signal.SIGINT, signal.SIGQUIT):
-                # From the keyboard only when stdin is not a raw TTY (raw mode turns ^C into a plain
-                # byte): deliver it to the child's foreground job, as the terminal would have.
-                session.send_signal(sig, foreground_group=True)
             else:
-                # SIGTERM/SIGHUP: we are being closed, so the child goes first. In its own task, so
-                # that later signals (a second SIGTERM, SIGWINCH) are still handled meanwhile.
-                self._job.end()
-                tg.start_soon(session.stop)
+                self._end(sig, tg)
+
+    def _end(self, sig: int, tg: anyio.abc.TaskGroup) -> None:
+        """SIGINT/SIGQUIT/SIGTERM/SIGHUP: we are being ended, so the child goes first. In its own
+        task, so that later signals (a second SIGTERM, SIGWINCH) are still handled meanwhile."""
+        if self._ended_by is None:
+            self._ended_by = sig
+        self._job.end()
+        if sig in (signal.SIGINT, signal.SIGQUIT):
+            tg.start_soon(self._interrupt, sig)
+        else:
+            tg.start_soon(self._session.stop)
+
+    async def _interrupt(self, sig: int) -> None:
+        # The child has its own terminal, so it gets the signal as from its keyboard; it decides
+        # how to end (Claude closes its session on SIGINT), but end it must.
+        self._session.send_signal(sig, foreground_group=True)
+        if not await self._session.wait_exit(_INTERRUPT_GRACE):
+            await self._session.stop()
 
 
 async def _call(func: Callable[[PtySession], Awaitable[None]], session: PtySession) -> None:

@@ -136,6 +136,11 @@ class PtySession:
     def resume_input(self) -> None:
         self._inbox.pause_input(False)
 
+    async def wait_exit(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the child to exit; True if it has (or never ran)."""
+        exited = self._exited
+        return exited is None or await _wait_for(exited, seconds)
+
     async def stop(self, grace: float = 3.0) -> None:
         """Ask the child to end (SIGHUP then SIGTERM), SIGKILL after `grace` seconds; marks stopped_by_us.
 

@@ -254,4 +254,3 @@ def _set_attrs(fd: int, when: int, attrs: TermAttrs) -> None:
                 raise
         else:
             return
-

@@ -91,7 +91,12 @@ def flood(size: int) -> int:
     return 0
 
 
-def leave_modes_on() -> int:
+def leave_modes_on(exit_on_interrupt: int) -> int:
+    """Switch modes on and wait; with a non-zero arg, SIGINT or SIGQUIT ends it with exit status 0
+    (as SIGINT does Claude)."""
+    if exit_on_interrupt:
+        for sig in (signal.SIGINT, signal.SIGQUIT):
+            signal.signal(sig, lambda _sig, _frame: os._exit(0))
     # alternate screen, kitty keyboard push (on the alternate screen), bracketed paste, hidden cursor
     out(b"\x1b[?1049h\x1b[>1u\x1b[?2004h\x1b[?25l")
     hello("MODES-ON")
@@ -128,9 +133,11 @@ def main(argv: list[str]) -> int:
         return arg
     if mode == "kill9":
         os.kill(os.getpid(), signal.SIGKILL)
-    modes = {"hex": echo_hex, "sizes": report_sizes, "modes": leave_modes_on}
+    modes = {"hex": echo_hex, "sizes": report_sizes}
     if mode in modes:
         return modes[mode]()
+    if mode == "modes":
+        return leave_modes_on(arg)
     if mode == "suspend":
         return suspend_on_z(arg)
     return read_then_wait(arg) if mode == "read" else flood(arg)
