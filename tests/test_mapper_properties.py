@@ -73,25 +73,21 @@ def records(draw: st.DrawFn) -> Any:
     return make_record(data, size=100)
 
 
-PROMPT_TAKEN = "prompt-taken"  # the UserPromptSubmit hook's signal, between records
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(records() | st.just(PROMPT_TAKEN), max_size=40),
+    st.lists(records(), max_size=40),
     st.sampled_from(["completed", "failed", "cancelled"]),
 )
 def test_mapper_invariants(seq: list[Any], status: Any) -> None:
     m = Mapper(SequentialIds())
     out: list[Envelope] = []
     for r in seq:
-        pending = m.state.prompt_pending  # a turn was opened for a prompt whose record is due
-        batch = m.prompt_taken(1) if r == PROMPT_TAKEN else m.feed(r, 1)  # never raises
-        if r != PROMPT_TAKEN and r.kind == "user" and r.data.get("isCompactSummary") is True:
+        batch = m.feed(r, 1)  # never raises
+        if r.kind == "user" and r.data.get("isCompactSummary") is True:
             assert batch == []  # the /compact summary is not user input
         for i, e in enumerate(batch):
             if e.role == "user":  # a prompt: its turn is open from here on
-                assert m.turn_open and (pending or batch[i + 1].ev.t == "turn-start")
+                assert m.turn_open and batch[i + 1].ev.t == "turn-start"
         out += batch
     out += m.close_turn(status, 2)
 

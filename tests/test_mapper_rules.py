@@ -411,27 +411,3 @@ def test_a_prompt_answered_without_output_ends_its_turn_in_band(m: Mapper, answe
 def test_finish_judges_the_open_turn_by_its_own_last_reply(m: Mapper, tail: list[Any], status: str) -> None:
     feed_all(m, user("q1"), assistant(text("a1"), stop_reason="end_turn"), user("q2"), *tail)
     assert evs(m.finish(NOW)) == [{"t": "turn-end", "status": status}]
-
-
-def test_prompt_taken_opens_the_turn_and_the_prompt_record_joins_it(m: Mapper) -> None:
-    """The UserPromptSubmit hook can beat the prompt's record: whichever comes first starts the turn."""
-    started = m.prompt_taken(NOW)
-    assert evs(started) == [{"t": "turn-start"}]
-    out = feed_all(m, user("hello"), assistant(text("hi"), stop_reason="end_turn"), system("turn_duration"))
-    assert [(e.role, e.ev.t) for e in out] == [("user", "text"), ("agent", "text"), ("agent", "turn-end")]
-    assert {e.turn for e in out if e.role == "agent"} == {started[0].turn}
-    # The next prompt record (no hook this time) ends nothing and starts its own turn.
-    assert [e.ev.t for e in m.feed(user("again"), NOW)] == ["text", "turn-start"]
-
-
-def test_prompt_taken_while_a_turn_is_open_changes_nothing(m: Mapper) -> None:
-    m.feed(user("q1"), NOW)
-    assert m.prompt_taken(NOW) == []
-    assert [e.ev.t for e in m.feed(user("q2"), NOW)] == ["turn-end", "text", "turn-start"]
-
-
-def test_prompt_taken_then_stop_before_the_record_ends_the_turn(m: Mapper) -> None:
-    m.prompt_taken(NOW)
-    assert evs(m.close_turn("cancelled", NOW)) == [{"t": "turn-end", "status": "cancelled"}]
-    assert not m.state.prompt_pending
-    assert [e.ev.t for e in m.feed(user("late record"), NOW)] == ["text", "turn-start"]

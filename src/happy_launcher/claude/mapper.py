@@ -71,16 +71,6 @@ class Mapper:
         self._dispatch(record, now, out)
         return out
 
-    def prompt_taken(self, now: int) -> list[Envelope]:
-        """Claude has taken a prompt whose user record is not mapped yet (the `UserPromptSubmit`
-        hook): open the turn now, unless one is open. That record then adds its text to this turn
-        instead of starting another (design §2: the turn starts with whichever comes first)."""
-        out: Out = []
-        if self.state.turn is None:
-            self._start_turn(now, out)
-            self.state.prompt_pending = True
-        return out
-
     def close_turn(self, status: TurnStatus, now: int) -> list[Envelope]:
         """End the session's activity: stop every active subagent, then end the open turn."""
         out: Out = []
@@ -210,13 +200,10 @@ class Mapper:
             for block in content:
                 if isinstance(block, dict) and block.get("type") != "text":
                     self.state.stats.ignored_blocks[f"user {block.get('type')}"] += 1
-        pending, self.state.prompt_pending = self.state.prompt_pending, False  # its turn is open already
-        if not pending:
-            self._end_turn("completed", now, out)
+        self._end_turn("completed", now, out)
         if text:
             out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
-        if not pending:  # Claude has taken the prompt: its turn starts now, not with its first reply
-            self._start_turn(now, out)
+        self._start_turn(now, out)  # Claude has taken the prompt: its turn starts now, not with its reply
 
     def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
         # A subagent's opening prompt is shown as agent text of that subagent (design §2).
@@ -355,7 +342,6 @@ class Mapper:
         if turn is not None:
             out.append(self._make.agent(TurnEndEv(status=status), turn=turn, time=now))
             self.state.turn = None
-            self.state.prompt_pending = False
 
 
 def _is_block(block: Any, kind: str) -> bool:

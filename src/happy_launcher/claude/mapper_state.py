@@ -51,9 +51,6 @@ class MapperStats:
 @dataclass(slots=True)
 class MapperState:
     turn: str | None = None
-    # The open turn was started by `Mapper.prompt_taken` and its prompt's user record is still to
-    # come: that record joins this turn rather than starting another.
-    prompt_pending: bool = False
     subagents: dict[str, Subagent] = field(default_factory=dict)
     # sidechain record uuid -> provider tool id of its subagent (ancestry inference)
     uuid_owner: dict[str, str] = field(default_factory=dict)
@@ -77,7 +74,6 @@ class MapperState:
     def to_dict(self) -> dict[str, Any]:
         return {
             "turn": self.turn,
-            "prompt_pending": self.prompt_pending,
             "subagents": {tool_id: asdict(sub) for tool_id, sub in self.subagents.items()},
             "uuid_owner": self.uuid_owner,
             "agent_ids": self.agent_ids,
@@ -94,7 +90,6 @@ class MapperState:
     def from_dict(cls, data: dict[str, Any]) -> MapperState:
         state = cls(
             turn=data.get("turn"),
-            prompt_pending=bool(data.get("prompt_pending", False)),
             subagents={tool_id: Subagent(**sub) for tool_id, sub in data.get("subagents", {}).items()},
             uuid_owner=dict(data.get("uuid_owner", {})),
             agent_ids=dict(data.get("agent_ids", {})),
