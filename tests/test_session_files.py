@@ -71,13 +71,14 @@ def test_dedupe_across_files_and_incremental_reads(tmp_path: Path) -> None:
     assert uuids(files) == []
 
 
-def test_skip_existing_marks_main_and_subagent_records_processed(tmp_path: Path) -> None:
+def test_known_history_of_main_and_subagents_is_indexed_not_sent(tmp_path: Path) -> None:
     main = tmp_path / "s1.jsonl"
     write_jsonl(main, [user("u1", "old"), assistant("a1")])
-    write_subagent(main, "x", "toolu_X", [assistant("s1", isSidechain=True)])
+    sub = write_subagent(main, "x", "toolu_X", [assistant("s1", isSidechain=True)])
     files = SessionFiles()
-    files.add_main(main, skip_existing=True)
+    files.add_main(main, known={main: main.stat().st_size, sub: sub.stat().st_size})
     assert uuids(files) == []
+    assert files.processed == {"u1", "a1", "s1"}
     write_jsonl(main, [user("u2", "new")], append=True)
     jsonl, _ = subagent_paths(main, "x")
     write_jsonl(jsonl, [assistant("s2", isSidechain=True)], append=True)

@@ -44,7 +44,9 @@ def writer(path: str, count: int, gap: float, start: multiprocessing.synchronize
             time.sleep(gap)  # the writer's pace, not synchronisation
 
 
-async def measure(transcript: Path, home: Path, count: int, gap: float) -> tuple[list[float], float]:
+async def measure(
+    transcript: Path, known: int, home: Path, count: int, gap: float
+) -> tuple[list[float], float]:
     """(latencies in ms, scanner-process CPU seconds per record)."""
     store = SessionStore.open(home)
     store.create_session("bench", cwd="/", started_at=wall_clock_ms())
@@ -63,7 +65,7 @@ async def measure(transcript: Path, home: Path, count: int, gap: float) -> tuple
 
     watcher = make_watcher()
     scanner = TranscriptScanner(SessionFiles(), watcher)
-    scanner.add_main(transcript, skip_existing=True)
+    scanner.add_main(transcript, known={transcript: known})
     start = multiprocessing.get_context("fork").Event()
     args = (str(transcript), count, gap, start)
     proc = multiprocessing.get_context("fork").Process(target=writer, args=args)
@@ -90,10 +92,10 @@ def latencies_ms(stamps_path: Path, committed: dict[str, int]) -> list[float]:
 def run(mb: int, count: int, gap: float) -> tuple[list[float], float]:
     with tempfile.TemporaryDirectory() as tmp:
         transcript = Path(tmp) / "session.jsonl"
-        build(transcript, mb * 1_000_000)
+        _, size = build(transcript, mb * 1_000_000)
         home = Path(tmp) / "home"
         home.mkdir()
-        return anyio.run(measure, transcript, home, count, gap)
+        return anyio.run(measure, transcript, size, home, count, gap)
 
 
 def pct(values: list[float], p: float) -> float:

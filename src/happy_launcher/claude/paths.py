@@ -60,5 +60,9 @@ def _pairs(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def project_dir(env: Mapping[str, str], cwd: Path) -> Path:
+    return claude_config_dir(env) / "projects" / project_slug(str(cwd))
+
+
 def transcript_path(env: Mapping[str, str], cwd: Path, session_id: str) -> Path:
-    return claude_config_dir(env) / "projects" / project_slug(str(cwd)) / f"{session_id}.jsonl"
+    return project_dir(env, cwd) / f"{session_id}.jsonl"

@@ -6,14 +6,14 @@ each file's offset (Happy re-read whole files on every change and every 3 s).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import anyio
 from anyio.abc import TaskStatus
 
 from happy_launcher.claude.records import Record
-from happy_launcher.claude.session_files import SessionFiles
+from happy_launcher.claude.session_files import NOTHING_KNOWN, SessionFiles
 from happy_launcher.claude.watch import Watcher
 
 Deliver = Callable[[list[Record]], Awaitable[None]]
@@ -32,9 +32,10 @@ class TranscriptScanner:
         self._poll_interval = poll_interval
         self._kick = anyio.Event()
 
-    def add_main(self, path: Path, *, skip_existing: bool = False) -> None:
-        """Also watch this main transcript (a new Claude session id); earlier ones stay watched."""
-        if self.files.add_main(path, skip_existing=skip_existing):
+    def add_main(self, path: Path, *, known: Mapping[Path, int] = NOTHING_KNOWN) -> None:
+        """Also watch this main transcript (a new Claude session id); earlier ones stay watched.
+        `known`: see `SessionFiles.add_main`."""
+        if self.files.add_main(path, known=known):
             self._kick.set()
 
     def scan(self, *, final: bool = False) -> list[Record]:

@@ -12,13 +12,18 @@ cycle, and inotify can wake us between the two appends. So, when reading live (w
 main record that stops a foreground subagent waits, with the main records after it, until that
 subagent's file shows its final answer, at most HOLD_MAX seconds: its last records are never
 mapped after its `stop` (which would drop them).
+
+A resumed session's files already hold its history: what each file held before Claude was
+launched (`known`: sizes taken before the spawn) is indexed, its keys marked processed, and never
+sent; everything after it is new, however late the reading starts (issue 7). Live reads take a
+byte budget, so that a 100 MB history goes by in small batches.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,11 +37,13 @@ from happy_launcher.claude.records import (
     stopping_agent_id,
     text_of,
 )
-from happy_launcher.claude.tail import LineTail, StreamTail
+from happy_launcher.claude.tail import CHUNK, LineTail, StreamTail
 
 HOLD_MAX = 0.3  # three of Claude's 100 ms transcript flush intervals
 _AGENT_PREFIX = "agent-"
 _JSONL = ".jsonl"
+_MIN_CHUNK = 1 << 16
+NOTHING_KNOWN: Mapping[Path, int] = {}
 
 
 @dataclass(slots=True)
@@ -73,6 +80,7 @@ class _SubagentFile:
 class _MainFile:
     tail: LineTail
     subagents_dir: Path | None  # None: a stream, which has no session directory beside it
+    known: Mapping[Path, int]  # sizes of the session's files before the launch
     subagents: dict[str, _SubagentFile] = field(default_factory=dict)
     held: list[Record] = field(default_factory=list)  # waiting for a subagent's last records
     held_since: float | None = None
@@ -100,43 +108,42 @@ class SessionFiles:
         self.stats = ReadStats()
         self._mains: dict[Path, _MainFile] = {}
         self._clock = clock
+        self._left: int | None = None  # bytes the current pass may still read; None: no limit
+        self.behind = False  # the last pass stopped at its budget: more can be read at once
 
     @property
     def paths(self) -> list[Path]:
         return list(self._mains)
 
-    def add_main(self, path: Path, *, skip_existing: bool = False) -> bool:
-        """Watch a main transcript; with `skip_existing`, its current records (and its subagents')
-        are marked processed, not re-sent (a resumed session). False if already watched."""
+    def add_main(self, path: Path, *, known: Mapping[Path, int] = NOTHING_KNOWN) -> bool:
+        """Watch a main transcript. `known`: the sizes of this session's files (main and
+        subagents) before Claude was launched; those bytes are history: indexed, not sent.
+        False if already watched."""
         path = path.absolute()
         if path in self._mains:
             return False
-        main = _MainFile(LineTail(path), path.with_suffix("") / "subagents")
-        self._mains[path] = main
-        if skip_existing:
-            for _ in self._read_main(main, hold=False):
-                pass
-            self._discover(main)
-            for sub in main.subagents.values():
-                for _ in self._read_sub(sub):
-                    pass
+        tail = LineTail(path, known_size=known.get(path, 0))
+        self._mains[path] = _MainFile(tail, path.with_suffix("") / "subagents", known)
         return True
 
     def add_stream(self, name: Path, fd: int) -> None:
         """Read a main transcript from a pipe, FIFO or stdin (`fd`, owned by the caller): once,
         in order, to its end; no subagent files (a stream has no session directory)."""
-        self._mains[name] = _MainFile(StreamTail(name, fd=fd), None)
+        self._mains[name] = _MainFile(StreamTail(name, fd=fd), None, NOTHING_KNOWN)
 
-    def read_new(self, *, final: bool = False) -> Iterator[Record]:
+    def read_new(self, *, final: bool = False, max_bytes: int | None = None) -> Iterator[Record]:
         """Every record appended since the last call, deduplicated, in a causal order: main
         files first, and a subagent's file drained before the main record that stops it.
-        `final`: the writer is gone, release whatever was held back."""
+        `final`: the writer is gone, release whatever was held back. `max_bytes`: stop reading
+        new chunks after about that many bytes and set `behind`; the next call goes on (a
+        subagent drained before its stopping record may exceed it)."""
         hold = self._clock is not None and not final
+        self._left, self.behind = max_bytes, False
         for main in list(self._mains.values()):
             yield from self._read_main(main, hold=hold)
             self._discover(main)
             for sub in list(main.subagents.values()):
-                yield from self._read_sub(sub)
+                yield from self._read_sub(sub, bounded=True)
             if main.held:  # what the subagents just wrote may release it
                 yield from self._read_main(main, hold=hold)
 
@@ -160,8 +167,9 @@ class SessionFiles:
                         yield parsed
 
     def _read_main(self, main: _MainFile, *, hold: bool) -> Iterator[Record]:
+        self._index(main.tail, bounded=True)
         queued, main.held = main.held, []
-        for record in itertools.chain(queued, self._read_file(main.tail, _untagged)):
+        for record in itertools.chain(queued, self._read_file(main.tail, _untagged, bounded=True)):
             if main.held:  # behind a held record: keep the order
                 main.held.append(record)
                 continue
@@ -169,7 +177,7 @@ class SessionFiles:
             if agent_id is not None:
                 sub = self._subagent(main, agent_id)
                 if sub is not None:
-                    yield from self._read_sub(sub)
+                    yield from self._read_sub(sub, bounded=False)
                 if hold and sub is not None and not sub.answered and self._within_hold(main):
                     main.held.append(record)
                     continue
@@ -184,13 +192,30 @@ class SessionFiles:
             main.held_since = now
         return now < main.held_since + HOLD_MAX
 
-    def _read_sub(self, sub: _SubagentFile) -> Iterator[Record]:
-        for record in self._read_file(sub.tail, sub.tag):
+    def _read_sub(self, sub: _SubagentFile, *, bounded: bool) -> Iterator[Record]:
+        last = self._index(sub.tail, bounded=bounded)
+        if last is not None:
+            sub.answered = _is_final_answer(last)
+        for record in self._read_file(sub.tail, sub.tag, bounded=bounded):
             sub.answered = _is_final_answer(record)
             yield record
 
-    def _read_file(self, tail: LineTail, tag: Callable[[], str | None]) -> Iterator[Record]:
-        while lines := tail.read_lines():
+    def _index(self, tail: LineTail, *, bounded: bool) -> Record | None:
+        """Mark what the file held before the launch processed, without sending it; the last
+        record of it read now, if any."""
+        last = None
+        while tail.known_left and (lines := self._lines(tail, bounded=bounded, known_only=True)):
+            for line in lines:
+                parsed = parse_line(line)
+                if isinstance(parsed, Malformed):
+                    self.stats.count_malformed(parsed.reason)
+                else:
+                    self._fresh(parsed)
+                    last = parsed
+        return last
+
+    def _read_file(self, tail: LineTail, tag: Callable[[], str | None], *, bounded: bool) -> Iterator[Record]:
+        while lines := self._lines(tail, bounded=bounded):
             parent = tag()
             for line in lines:
                 parsed = parse_line(line, parent_tool_use_id=parent)
@@ -198,6 +223,19 @@ class SessionFiles:
                     self.stats.count_malformed(parsed.reason)
                 elif self._fresh(parsed):
                     yield parsed
+
+    def _lines(self, tail: LineTail, *, bounded: bool, known_only: bool = False) -> list[bytes]:
+        """The next chunk of lines; when `bounded`, none once this pass's budget is spent."""
+        left = self._left
+        if left is None:
+            return tail.read_lines(known_only=known_only)
+        if bounded and left <= 0:
+            self.behind = True
+            return []
+        start = tail.offset
+        lines = tail.read_lines(max(_MIN_CHUNK, min(CHUNK, left)), known_only=known_only)
+        self._left = left - (tail.offset - start)
+        return lines
 
     def _fresh(self, record: Record) -> bool:
         key = record_key(record)
@@ -228,6 +266,7 @@ class SessionFiles:
             path = main.subagents_dir / f"{_AGENT_PREFIX}{agent_id}{_JSONL}"
             if not path.exists():
                 return None
-            sub = _SubagentFile(agent_id, LineTail(path), path.with_suffix(".meta.json"))
+            tail = LineTail(path, known_size=main.known.get(path, 0))
+            sub = _SubagentFile(agent_id, tail, path.with_suffix(".meta.json"))
             main.subagents[agent_id] = sub
         return sub

@@ -4,6 +4,10 @@ Claude appends records line by line; a reader may catch a line half-written. The
 unfinished end for the next read, notices a file that was truncated or replaced (new inode), and
 bounds the size of one line so a runaway writer cannot exhaust memory. `StreamTail` does the same
 over a pipe, FIFO or stdin, which cannot be read by offset.
+
+`known_size` is how much of the file was there before Claude was launched: a resumed session's
+history. Its lines are read apart (`known_only`), so the caller can tell them from the lines
+Claude wrote after the launch however late it starts reading (issue 7).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class TailStats:
 class LineTail:
     path: Path
     offset: int = 0
+    known_size: int = 0
     max_line: int = MAX_LINE
     stats: TailStats = field(default_factory=TailStats)
     _parts: list[bytes] = field(default_factory=list)
@@ -34,16 +39,19 @@ class LineTail:
     _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
     _ident: tuple[int, int] | None = None
 
-    def read_lines(self, chunk: int = CHUNK) -> list[bytes]:
+    def read_lines(self, chunk: int = CHUNK, *, known_only: bool = False) -> list[bytes]:
         """The complete lines (without newlines) appended since the last call, up to ~`chunk`
-        bytes of input; [] when nothing new. Call again until it returns []."""
+        bytes of input; [] when nothing new. Call again until it returns [].
+
+        `known_only`: only the lines that end within the first `known_size` bytes; a line still
+        unfinished there is completed (and returned) by a later plain call. Read those first."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return []
         try:
             self._check_identity(os.fstat(fd))
-            while data := os.pread(fd, chunk, self.offset):
+            while data := os.pread(fd, self._span(chunk, known_only), self.offset):
                 self.offset += len(data)
                 lines = self._split(data)
                 if lines:  # else the chunk was the middle of a long line: read on
@@ -51,6 +59,14 @@ class LineTail:
             return []
         finally:
             os.close(fd)
+
+    @property
+    def known_left(self) -> bool:
+        """Part of what the file held before the launch is still unread."""
+        return self.offset < self.known_size
+
+    def _span(self, chunk: int, known_only: bool) -> int:
+        return max(0, min(chunk, self.known_size - self.offset)) if known_only else chunk
 
     def take_partial(self) -> bytes | None:
         """The unfinished last line, if any (at the end of a finished file: a truncated record)."""
@@ -73,6 +89,7 @@ class LineTail:
 
     def _reset(self) -> None:
         self.offset = 0
+        self.known_size = 0  # a new or rewritten file: all of it is new
         self._parts.clear()
         self._partial_size = 0
         self._skipping = False
@@ -114,7 +131,9 @@ class StreamTail(LineTail):
 
     fd: int
 
-    def read_lines(self, chunk: int = CHUNK) -> list[bytes]:
+    def read_lines(self, chunk: int = CHUNK, *, known_only: bool = False) -> list[bytes]:
+        if known_only:
+            return []  # a stream has no history known before
         while data := os.read(self.fd, chunk):  # what the writer has written so far, up to chunk
             self.offset += len(data)
             lines = self._split(data)

@@ -36,6 +36,15 @@ class Launch:
             return self.target
         return None
 
+    @property
+    def known_sessions(self) -> tuple[str, ...] | None:
+        """The sessions whose transcripts this launch reads, when known before it (a fork's
+        original first, then the session Claude runs under); None when Claude picks."""
+        expected = self.expected_session_id
+        if expected is None:
+            return None
+        return (self.target, expected) if self.fork and self.target is not None else (expected,)
+
 
 def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = new_uuid4) -> Launch:
     """The first launch for ``intent``. A new session (fresh, or a fork) gets a pre-assigned id (the user's

@@ -19,6 +19,8 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
+from happy_launcher.claude.existing import ExistingFiles
+from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.direct import DirectExit, block_signals, spawn_direct, wait_direct
 from happy_launcher.local.launch import claude_argv, launch_plan
@@ -38,6 +40,8 @@ def run_headless(cfg: LocalConfig) -> int:
     """Run Claude on our stdio until it exits, mirroring its transcript; the exit code."""
     launch = launch_plan(cfg.args.intent)
     argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
+    # Before the spawn: Claude may append to a resumed transcript at once (issue 7).
+    existing = ExistingFiles.before_launch(project_dir(cfg.env, cfg.cwd), launch.known_sessions)
     child_mask = block_signals()
     try:
         pid = spawn_direct(argv, cfg.env, child_mask)
@@ -57,7 +61,7 @@ def run_headless(cfg: LocalConfig) -> int:
     from happy_launcher.session.tracking import Tracking
 
     log_to(cfg.home)
-    tracking = Tracking(cfg, launch, hook_events=None)
+    tracking = Tracking(cfg, launch, hook_events=None, existing=existing)
     outcome: list[DirectExit] = []
     try:
         anyio.run(_mirror_until_exit, tracking, pid, outcome)

@@ -7,6 +7,8 @@ scanner: ~150 ms of imports) is loaded while Claude boots, so `happy claude` sta
 
 from __future__ import annotations
 
+from happy_launcher.claude.existing import ExistingFiles
+from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import claude_argv, launch_plan
@@ -14,13 +16,13 @@ from happy_launcher.local.passthrough import run_passthrough
 from happy_launcher.local.pty_session import ChildExit
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.home import run_dir
-from happy_launcher.session.tracking import Tracking
+from happy_launcher.session.tracking import TrackerFactory, Tracking
 
 __all__ = ["LocalConfig", "run_local"]
 
 
-async def run_local(cfg: LocalConfig) -> int:
-    """Run one local session; Claude's exit code."""
+async def run_local(cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None) -> int:
+    """Run one local session; Claude's exit code. `make_tracker`: see `Tracking`."""
     launch = launch_plan(cfg.args.intent)
     if cfg.home is None:  # not mirrored (happy home unusable, already said): Claude as is
         argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
@@ -30,7 +32,9 @@ async def run_local(cfg: LocalConfig) -> int:
             cfg.args.user_settings, cwd=cfg.cwd, enable_all_hooks=cfg.args.options.enable_hooks
         )
         argv = claude_argv(cfg.binary, cfg.args, launch, settings=str(settings))
-        tracking = Tracking(cfg, launch, channel.events_path)
+        # Before the spawn: Claude may append to a resumed transcript at once (issue 7).
+        existing = ExistingFiles.before_launch(project_dir(cfg.env, cfg.cwd), launch.known_sessions)
+        tracking = Tracking(cfg, launch, channel.events_path, existing=existing, make=make_tracker)
         child: ChildExit | None = None
         try:
             child = await _run(cfg, argv, tracking)

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import orjson
 
+from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record
@@ -52,10 +53,12 @@ class LocalTracker:
         launch: Launch,
         hook_events: Path | None,
         *,
+        existing: ExistingFiles,
         clock: Clock = wall_clock_ms,
         ids: IdFactory | None = None,
     ) -> None:
         self._cfg = cfg
+        self._existing = existing  # taken before Claude was spawned
         self._clock = clock
         ids = ids if ids is not None else Cuid2Ids()
         if cfg.home is None:
@@ -84,12 +87,12 @@ class LocalTracker:
         expected = launch.expected_session_id
         if expected is None:
             return  # bare --resume / --continue: Claude picks; the SessionStart hook tells us
-        skip = launch.mode != "fresh" and not self._replay_existing
+        history = launch.mode != "fresh" and not self._replay_existing
         if launch.fork and launch.target is not None:
             # The fork's file starts with a copy of the original's records: seed their keys.
-            self._add(self._path(launch.target), skip_existing=True)
+            self._add(self._path(launch.target), history=True)
         path = self._path(expected)
-        self._add(path, skip_existing=skip)
+        self._add(path, history=history)
         if self._hooks is None:  # no SessionStart hook will name it: record it now
             source = "fork" if launch.fork else "startup" if launch.mode == "fresh" else "resume"
             self._record_claude_session(expected, source, path)
@@ -97,15 +100,22 @@ class LocalTracker:
     def _path(self, session_id: str) -> Path:
         return transcript_path(self._cfg.env, self._cfg.cwd, session_id)
 
-    def _add(self, path: Path, *, skip_existing: bool) -> None:
-        self.scanner.add_main(path, skip_existing=skip_existing)
+    def _add(self, path: Path, *, history: bool) -> None:
+        """Watch a session's files; with `history`, what they held before the launch is not sent."""
+        if not history:
+            self.scanner.add_main(path)
+            return
+        existing = self._existing
+        if not existing.covers(path):  # a session Claude named later (`/resume` in the TUI): as of now
+            existing = ExistingFiles.of_sessions([path])
+        self.scanner.add_main(path, known=existing.sizes)
 
     def on_hook(self, event: HookEvent) -> None:
         if event.hook_event_name != "SessionStart" or not event.session_id:
             return
         path = event.transcript_path or self._path(event.session_id)
-        skip = event.source in _HISTORY_SOURCES and not self._replay_existing
-        self._add(path, skip_existing=skip)
+        history = event.source in _HISTORY_SOURCES and not self._replay_existing
+        self._add(path, history=history)
         self._record_claude_session(event.session_id, event.source or "unknown", path)
 
     def _record_claude_session(self, claude_session_id: str, source: str, path: Path) -> None:

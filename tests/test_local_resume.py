@@ -1,0 +1,149 @@
+"""`happy claude --resume` / `--continue` with a stand-in Claude that appends to a large resumed
+transcript as soon as it starts: what it writes is mirrored even when the mirror starts reading
+(indexing the history) only after that (issue 7). The stand-in and happy meet on a FIFO and on
+the hook channel: nothing sleeps."""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from happy_launcher.claude.existing import ExistingFiles
+from happy_launcher.claude.paths import transcript_path
+from happy_launcher.local.args import parse_happy_claude_args
+from happy_launcher.local.launch import Launch
+from happy_launcher.session.home import ensure_home
+from happy_launcher.session.local import LocalConfig, run_local
+from happy_launcher.session.local_tracker import LocalTracker
+from happy_launcher.session.store import SessionStore
+from tests.support.transcripts import assistant, user, write_jsonl
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+NEW = 20  # prompt + reply pairs the stand-in appends
+
+# The stand-in Claude: append NEW prompt/reply pairs at once, then (optionally) run happy's
+# SessionStart hook from the --settings overlay, like Claude does for a resumed session, then
+# tell the test through the FIFO.
+STAND_IN = """
+import json, subprocess, sys
+transcript, fifo, session_id, fire_hook = {args!r}
+with open(transcript, "ab", buffering=0) as f:
+    for n in range({new}):
+        for kind, text in (("user", f"new prompt {{n}}"), ("assistant", f"new reply {{n}}")):
+            content = text if kind == "user" else [{{"type": "text", "text": text}}]
+            record = {{"type": kind, "uuid": f"new-{{kind}}-{{n}}", "message": {{"content": content}}}}
+            f.write(json.dumps(record).encode() + b"\\n")
+if fire_hook:
+    settings = json.load(open(sys.argv[sys.argv.index("--settings") + 1]))
+    command = settings["hooks"]["SessionStart"][-1]["hooks"][-1]["command"]
+    payload = {{"hook_event_name": "SessionStart", "session_id": session_id,
+               "transcript_path": transcript, "source": "resume"}}
+    subprocess.run(["sh", "-c", command], input=json.dumps(payload).encode(), check=True)
+if fifo:
+    with open(fifo, "w") as f:
+        f.write("appended")
+"""
+
+
+def prefill(path: Path, count: int = 8000) -> None:
+    """A resumed session's history: ~4 MB of turns."""
+    records = []
+    for n in range(count // 2):
+        records.append(user(f"old-user-{n}", f"old prompt {n} " + "x" * 400))
+        records.append(assistant(f"old-assistant-{n}", {"type": "text", "text": "y" * 400}))
+    write_jsonl(path, records)
+
+
+def stand_in(
+    tmp_path: Path, transcript: Path, fifo: Path | None, session_id: str, *, fire_hook: bool
+) -> Path:
+    path = tmp_path / "claude"
+    args = (str(transcript), fifo and str(fifo), session_id, fire_hook)
+    body = STAND_IN.format(args=args, new=NEW)
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
+
+
+def wait_for_fifo(fifo: Path, timeout: float = 20.0) -> None:
+    """Until the stand-in has written the FIFO (it has appended everything by then)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, "the stand-in Claude never said it had appended"
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def std_fds(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    stdout = os.open(tmp_path / "tty-out", os.O_WRONLY | os.O_CREAT, 0o600)
+    yield stdin, stdout
+    os.close(stdin)
+    os.close(stdout)
+
+
+def mirrored_uuids(home: Path) -> list[str]:
+    with SessionStore.open(home) as store:
+        (session,) = store.list_sessions()
+        return [e.claudeUuid for _, e in store.envelopes(session.id) if e.claudeUuid is not None]
+
+
+def expected_new() -> list[str]:
+    return [f"new-{kind}-{n}" for n in range(NEW) for kind in ("user", "assistant")]
+
+
+def config(tmp_path: Path, argv: list[str], claude: Path, std_fds: tuple[int, int]) -> LocalConfig:
+    return LocalConfig(
+        args=parse_happy_claude_args(argv),
+        binary=claude,
+        env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]},
+        cwd=tmp_path,
+        home=ensure_home(tmp_path / "happy"),
+        stdin_fd=std_fds[0],
+        stdout_fd=std_fds[1],
+    )
+
+
+async def test_resume_by_id_mirrors_what_claude_appends_before_the_history_is_indexed(
+    tmp_path: Path, std_fds: tuple[int, int]
+) -> None:
+    session_id = str(uuid.uuid4())
+    transcript = transcript_path({"HOME": str(tmp_path)}, tmp_path, session_id)
+    prefill(transcript)
+    fifo = tmp_path / "appended"
+    os.mkfifo(fifo)
+    claude = stand_in(tmp_path, transcript, fifo, session_id, fire_hook=False)
+
+    def slow_tracker(
+        cfg: LocalConfig, launch: Launch, hook_events: Path | None, *, existing: ExistingFiles
+    ) -> LocalTracker:
+        wait_for_fifo(fifo)  # the mirror starts only once Claude has appended everything
+        return LocalTracker(cfg, launch, hook_events, existing=existing)
+
+    cfg = config(tmp_path, ["--resume", session_id], claude, std_fds)
+    code = await run_local(cfg, make_tracker=slow_tracker)
+    assert code == 0
+    assert mirrored_uuids(tmp_path / "happy") == expected_new()
+
+
+async def test_continue_mirrors_what_claude_appends_before_the_hook_names_the_session(
+    tmp_path: Path, std_fds: tuple[int, int]
+) -> None:
+    session_id = str(uuid.uuid4())
+    transcript = transcript_path({"HOME": str(tmp_path)}, tmp_path, session_id)
+    prefill(transcript)
+    write_jsonl(transcript.with_name(f"{uuid.uuid4()}.jsonl"), [user("other", "another session")])
+    # Claude picks the session: happy learns it from the hook, which comes after the appends.
+    claude = stand_in(tmp_path, transcript, None, session_id, fire_hook=True)
+    code = await run_local(config(tmp_path, ["--continue"], claude, std_fds))
+    assert code == 0
+    assert mirrored_uuids(tmp_path / "happy") == expected_new()
