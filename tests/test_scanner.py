@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -56,3 +58,41 @@ async def test_appended_records_late_files_and_session_change(tmp_path: Path, wa
         assert await next_uuids(receive, 1) == ["a-old"]
         tg.cancel_scope.cancel()
     watcher.close()
+
+
+async def test_a_large_backlog_goes_in_bounded_batches_with_the_loop_free_between(tmp_path: Path) -> None:
+    main = tmp_path / "proj" / "s1.jsonl"
+    write_jsonl(main, [user(f"u{n}", "x" * 1000) for n in range(2000)])  # ~2 MB of history to send
+    budget = 1 << 16
+    watcher = PollingWatcher()
+    scanner = TranscriptScanner(SessionFiles(), watcher, poll_interval=30.0, batch_bytes=budget)
+    scanner.add_main(main)
+    events: list[str] = []
+    sizes: list[int] = []
+    records = 0
+    done = anyio.Event()
+
+    async def deliver(batch: list[Record]) -> None:
+        nonlocal records
+        events.append("batch")
+        sizes.append(sum(r.size for r in batch))
+        records += len(batch)
+        if records == 2000:
+            done.set()
+
+    async def other_task() -> None:  # e.g. the hook reader: it must get turns during the backlog
+        while True:
+            events.append("other")
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other_task)
+        await tg.start(scanner.run, deliver)
+        with anyio.fail_after(10):
+            await done.wait()
+        tg.cancel_scope.cancel()
+    watcher.close()
+    assert len(sizes) > 2_000_000 // budget - 2
+    assert max(sizes) <= budget + 1100  # + the line that straddles the budget
+    batches = [i for i, e in enumerate(events) if e == "batch"]
+    assert all("other" in events[a:b] for a, b in itertools.pairwise(batches))

@@ -13,16 +13,28 @@ GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "golden"
 _IDS = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_[A-Za-z0-9]+")
 
 
-def golden_sessions() -> list[list[bytes]]:
-    """The main-file lines of each golden session, in order."""
+# Records that make envelopes (or end turns): a transcript of only these is the mapper's worst case.
+CONVERSATION = frozenset({b"user", b"assistant", b"system"})
+
+
+def golden_sessions(*, conversation_only: bool = False) -> list[list[bytes]]:
+    """The main-file lines of each golden session, in order (`conversation_only`: only the
+    user, assistant and system records)."""
     sessions = []
     for path in sorted(GOLDEN.glob("*/*.jsonl")):
         lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        if conversation_only:
+            lines = [line for line in lines if _record_type(line) in CONVERSATION]
         if lines:
             sessions.append(lines)
     if not sessions:
         raise SystemExit(f"no golden transcripts under {GOLDEN}: run scripts/gen_fixtures.py first")
     return sessions
+
+
+def _record_type(line: bytes) -> bytes | None:
+    kind = orjson.loads(line).get("type")
+    return kind.encode() if isinstance(kind, str) else None
 
 
 def _renamer(suffix: bytes) -> Callable[[re.Match[bytes]], bytes]:
@@ -32,9 +44,9 @@ def _renamer(suffix: bytes) -> Callable[[re.Match[bytes]], bytes]:
     return rename
 
 
-def build(path: Path, min_bytes: int) -> tuple[int, int]:
+def build(path: Path, min_bytes: int, *, conversation_only: bool = False) -> tuple[int, int]:
     """Write golden sessions again and again, ids renamed per copy; (lines, bytes) written."""
-    sessions = golden_sessions()
+    sessions = golden_sessions(conversation_only=conversation_only)
     lines = size = copy = 0
     with path.open("wb") as f:
         while size < min_bytes:

@@ -1,15 +1,18 @@
 """The live transcript scanner: incremental reads of every file of a session, woken by inotify.
 
 Cost per appended record does not depend on file size: each wake-up reads only the bytes after
-each file's offset (Happy re-read whole files on every change and every 3 s).
+each file's offset (Happy re-read whole files on every change and every 3 s). A large backlog (a
+resumed session's history) is read in batches of about BATCH_BYTES, yielding to the event loop
+between batches: memory stays flat and hooks are handled at once (issue 7 §2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskStatus
 
 from happy_launcher.claude.records import Record
@@ -19,6 +22,8 @@ from happy_launcher.claude.watch import Watcher
 Deliver = Callable[[list[Record]], Awaitable[None]]
 # Even with inotify, re-read now and then: a missed event (watch limit, NFS) only delays records.
 SAFETY_POLL = 1.0
+# About 2-10 ms of mapping and storing: the loop is never blocked for long.
+BATCH_BYTES = 256 << 10
 
 
 class TranscriptScanner:
@@ -26,10 +31,18 @@ class TranscriptScanner:
     when the watcher wakes it, when a main transcript is added, when held records are due, and
     at the safety poll. Owns only that loop; the caller owns the watcher and its closing."""
 
-    def __init__(self, files: SessionFiles, watcher: Watcher, *, poll_interval: float = SAFETY_POLL) -> None:
+    def __init__(
+        self,
+        files: SessionFiles,
+        watcher: Watcher,
+        *,
+        poll_interval: float = SAFETY_POLL,
+        batch_bytes: int = BATCH_BYTES,
+    ) -> None:
         self.files = files
         self._watcher = watcher
         self._poll_interval = poll_interval
+        self._batch_bytes = batch_bytes
         self._kick = anyio.Event()
 
     def add_main(self, path: Path, *, known: Mapping[Path, int] = NOTHING_KNOWN) -> None:
@@ -39,9 +52,17 @@ class TranscriptScanner:
             self._kick.set()
 
     def scan(self, *, final: bool = False) -> list[Record]:
-        """Everything new right now; `final` once Claude has exited (nothing is held back)."""
+        """The next batch of what is new right now (`files.behind`: there is more); `final`
+        once Claude has exited (nothing is held back)."""
         self._watcher.watch(self._directories())
-        return list(self.files.read_new(final=final))
+        return list(self.files.read_new(final=final, max_bytes=self._batch_bytes))
+
+    def final_batches(self) -> Iterator[list[Record]]:
+        """Everything left once Claude has exited, batch by batch."""
+        while True:
+            yield self.scan(final=True)
+            if not self.files.behind:
+                return
 
     async def run(
         self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -53,6 +74,9 @@ class TranscriptScanner:
             batch = self.scan()
             if batch:
                 await deliver(batch)
+            if self.files.behind:
+                await anyio.lowlevel.checkpoint()  # others run between batches; then read on
+                continue
             held = self.files.hold_wait()
             with anyio.move_on_after(self._poll_interval if held is None else min(held, self._poll_interval)):
                 await self._wait_for_change()

@@ -162,7 +162,8 @@ class LocalTracker:
         status = exit_status(child)
         try:
             self._read_hooks()  # a /clear just before exit names a file we must still read
-            self.mirror.deliver(self.scanner.scan(final=True))
+            for batch in self.scanner.final_batches():
+                self.mirror.deliver(batch)
             self.mirror.close_turn(status)
             self.store.save_mapper_state(self.session_id, _state_json(self.mirror.mapper))
             self.store.end_session(self.session_id, status, self._clock())
