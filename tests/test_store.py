@@ -296,3 +296,42 @@ def test_closed_store_raises(store: SessionStore) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.list_sessions()
+
+
+def wal_frames(store: SessionStore) -> tuple[int, int]:
+    """(frames in the WAL, frames checkpointed), from another connection."""
+    with sqlite3.connect(store.path) as conn:
+        _busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return log, done
+
+
+def big_batches(factory: EnvelopeFactory, count: int) -> list[list[Envelope]]:
+    return [[factory.agent(TextEv(text="x" * 4000), turn=TURN, time=1)] for _ in range(count)]
+
+
+def test_commits_never_checkpoint_in_line(tmp_path: Path, factory: EnvelopeFactory) -> None:
+    """SQLite's auto-checkpoint (three fdatasyncs inside a commit) is off: with the background
+    checkpointer held back, the WAL passes 1000 pages without a checkpoint."""
+    store = SessionStore.open(tmp_path / "home", checkpoint_interval=3600)
+    store.create_session("s1", cwd="/w", started_at=1)  # the checkpointer's first round, then it waits
+    assert store.checkpointer is not None and store.checkpointer.wait_round(0, timeout=10)
+    for batch in big_batches(factory, 1500):
+        store.append_envelopes("s1", batch)
+    log, _ = wal_frames(store)
+    assert log > 1500  # one page per envelope at least; never reset by an in-line checkpoint
+    store.close()
+
+
+def test_the_background_checkpointer_empties_the_wal(tmp_path: Path, factory: EnvelopeFactory) -> None:
+    store = SessionStore.open(tmp_path / "home", checkpoint_interval=0)
+    store.create_session("s1", cwd="/w", started_at=1)
+    for batch in big_batches(factory, 300):
+        store.append_envelopes("s1", batch)
+    checkpointer = store.checkpointer
+    assert checkpointer is not None
+    # The round after the next one started after the last commit.
+    assert checkpointer.wait_round(checkpointer.rounds + 1, timeout=10)
+    log, done = wal_frames(store)
+    assert log == done
+    store.close()
+    assert store.checkpointer is None

@@ -3,7 +3,8 @@
 Every envelope is stored before it is delivered, so a crash or restart loses nothing and
 resends nothing. WAL mode lets the CLI verbs (`sessions`, `watch`) read from their own
 connection while a launcher writes. `synchronous=NORMAL` means a commit survives a crash of
-the launcher (the case that matters) though not necessarily a power cut, and costs no fsync.
+the launcher (the case that matters) though not necessarily a power cut, and costs no fsync;
+checkpoints (which do) run in a background thread (`checkpoint.py`), not inside commits.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope, parse_envelope
+from happy_launcher.session.checkpoint import CHECKPOINT_INTERVAL, Checkpointer
 from happy_launcher.session.home import HOME_ENV, ensure_home
 from happy_launcher.session.procs import ProcessId
 from happy_launcher.session.store_db import (
@@ -26,6 +28,7 @@ from happy_launcher.session.store_db import (
     create_private,
     next_seq,
     require_session,
+    session_next_seq,
     store_error,
     update_session,
 )
@@ -58,13 +61,26 @@ _SESSION_COLUMNS = "id, claude_session_id, cwd, started_at, ended_at, status"
 class SessionStore:
     """Sync API over one connection, serialised by a lock so any thread may call it."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        *,
+        busy_timeout: float = 5.0,
+        checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    ) -> None:
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
         self.path = path
+        self._busy_timeout = busy_timeout
+        self._checkpoint_interval = checkpoint_interval
+        self._wal = False
+        self.checkpointer: Checkpointer | None = None  # started by the first write
 
     @classmethod
-    def open(cls, home: Path, *, busy_timeout: float = 5.0) -> SessionStore:
+    def open(
+        cls, home: Path, *, busy_timeout: float = 5.0, checkpoint_interval: float = CHECKPOINT_INTERVAL
+    ) -> SessionStore:
         """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600."""
         path = ensure_home(home) / DB_NAME
         create_private(path)
@@ -73,7 +89,7 @@ class SessionStore:
             conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise store_error(path, exc) from exc
-        store = cls(conn, path)
+        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_interval=checkpoint_interval)
         try:
             store._setup()
         except BaseException:
@@ -86,7 +102,9 @@ class SessionStore:
             (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             if mode != "wal":  # e.g. some network file systems; still correct, just less concurrent
                 _LOG.warning("session store %s runs in %s journal mode, not WAL", self.path, mode)
+            self._wal = mode == "wal"
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint.py
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         # Only a migration takes the write lock, so opening never waits for a busy writer.
         if version != SCHEMA_VERSION:
@@ -107,8 +125,11 @@ class SessionStore:
 
     def close(self) -> None:
         with self._lock:
+            if self.checkpointer is not None:
+                self.checkpointer.close()
+                self.checkpointer = None
             if self._conn is not None:
-                self._conn.close()
+                self._conn.close()  # the last connection to close checkpoints the rest
                 self._conn = None
 
     def __enter__(self) -> SessionStore:
@@ -213,8 +234,7 @@ class SessionStore:
         if not bodies and not keys and mapper_state is None:
             return []
         with self._write() as conn:
-            require_session(conn, session_id)
-            first = next_seq(conn, "envelopes", session_id)
+            first = session_next_seq(conn, "envelopes", session_id)
             seqs = list(range(first, first + len(bodies)))
             conn.executemany(
                 "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
@@ -304,6 +324,7 @@ class SessionStore:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
+                self._committed()
             except BaseException as exc:
                 if conn.in_transaction:
                     with suppress(sqlite3.Error):  # the original error is the one to report
@@ -311,6 +332,14 @@ class SessionStore:
                 if isinstance(exc, sqlite3.Error):
                     raise store_error(self.path, exc) from exc
                 raise
+
+    def _committed(self) -> None:
+        if self._wal:
+            if self.checkpointer is None:
+                self.checkpointer = Checkpointer(
+                    self.path, interval=self._checkpoint_interval, busy_timeout=self._busy_timeout
+                )
+            self.checkpointer.poke()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

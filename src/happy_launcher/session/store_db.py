@@ -44,6 +44,18 @@ def require_session(conn: sqlite3.Connection, session_id: str) -> None:
         raise StoreConflictError(f"no session {session_id} in the store (a bug in happy: please report it)")
 
 
+def session_next_seq(conn: sqlite3.Connection, table: str, session_id: str) -> int:
+    """`require_session` and `next_seq` in one statement (the per-envelope-batch path)."""
+    known, last = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?), "
+        f"(SELECT MAX(seq) FROM {table} WHERE session = ?)",
+        (session_id, session_id),
+    ).fetchone()
+    if not known:
+        raise StoreConflictError(f"no session {session_id} in the store (a bug in happy: please report it)")
+    return 1 if last is None else int(last) + 1
+
+
 def next_seq(conn: sqlite3.Connection, table: str, session_id: str) -> int:
     # MAX over the (session, seq) primary key is one index probe; rows are never deleted, so a
     # seq is never reused. `table` is always a literal from this module.
