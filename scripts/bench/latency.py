@@ -66,6 +66,8 @@ async def measure(
     watcher = make_watcher()
     scanner = TranscriptScanner(SessionFiles(), watcher)
     scanner.add_main(transcript, known={transcript: known})
+    while not scanner.scan() and scanner.files.behind:  # index the history before measuring
+        pass
     start = multiprocessing.get_context("fork").Event()
     args = (str(transcript), count, gap, start)
     proc = multiprocessing.get_context("fork").Process(target=writer, args=args)

@@ -43,18 +43,23 @@ class TranscriptScanner:
         self._watcher = watcher
         self._poll_interval = poll_interval
         self._batch_bytes = batch_bytes
-        self._kick = anyio.Event()
+        self._dirs = self._directories()
+        self._kicked = False
+        self._waiting: anyio.CancelScope | None = None
 
     def add_main(self, path: Path, *, known: Mapping[Path, int] = NOTHING_KNOWN) -> None:
         """Also watch this main transcript (a new Claude session id); earlier ones stay watched.
         `known`: see `SessionFiles.add_main`."""
         if self.files.add_main(path, known=known):
-            self._kick.set()
+            self._dirs = self._directories()
+            self._kicked = True
+            if self._waiting is not None:
+                self._waiting.cancel()
 
     def scan(self, *, final: bool = False) -> list[Record]:
         """The next batch of what is new right now (`files.behind`: there is more); `final`
         once Claude has exited (nothing is held back)."""
-        self._watcher.watch(self._directories())
+        self._watcher.watch(self._dirs)
         return list(self.files.read_new(final=final, max_bytes=self._batch_bytes))
 
     def final_batches(self) -> Iterator[list[Record]]:
@@ -68,7 +73,7 @@ class TranscriptScanner:
         self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Deliver batches of new records until cancelled. Started once the watches are set."""
-        self._watcher.watch(self._directories())
+        self._watcher.watch(self._dirs)
         task_status.started()
         while True:
             batch = self.scan()
@@ -78,30 +83,23 @@ class TranscriptScanner:
                 await anyio.lowlevel.checkpoint()  # others run between batches; then read on
                 continue
             held = self.files.hold_wait()
-            with anyio.move_on_after(self._poll_interval if held is None else min(held, self._poll_interval)):
-                await self._wait_for_change()
+            poll = self._poll_interval
+            await self._wait_for_change(poll if held is None else min(held, poll))
 
-    async def _wait_for_change(self) -> None:
-        if self._kick.is_set():
-            self._kick = anyio.Event()
-            return
-        async with anyio.create_task_group() as tg:
+    async def _wait_for_change(self, within: float) -> None:
+        """Until the watcher sees a change, a main transcript is added, or `within` seconds. One
+        cancel scope per wake-up (no task group: this runs once per record Claude writes)."""
+        if not self._kicked:
+            with anyio.CancelScope(deadline=anyio.current_time() + within) as self._waiting:
+                await self._watcher.wait()
+            self._waiting = None
+        self._kicked = False
 
-            async def on_kick() -> None:
-                await self._kick.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(on_kick)
-            await self._watcher.wait()
-            tg.cancel_scope.cancel()
-        if self._kick.is_set():
-            self._kick = anyio.Event()
-
-    def _directories(self) -> set[Path]:
-        """The project dir, each session's dir and its subagents dir (those that exist): changes
-        in any of them can mean new records or new files."""
+    def _directories(self) -> frozenset[Path]:
+        """The project dir, each session's dir and its subagents dir: changes in any of them can
+        mean new records or new files. The watcher skips those that do not exist (yet)."""
         dirs: set[Path] = set()
         for path in self.files.paths:
             session_dir = path.with_suffix("")
             dirs.update((path.parent, session_dir, session_dir / "subagents"))
-        return {d for d in dirs if d.is_dir()}
+        return frozenset(dirs)

@@ -212,6 +212,8 @@ class SessionFiles:
                 else:
                     self._fresh(parsed)
                     last = parsed
+            if tail.caught_up:
+                break
         return last
 
     def _read_file(self, tail: LineTail, tag: Callable[[], str | None], *, bounded: bool) -> Iterator[Record]:
@@ -223,6 +225,8 @@ class SessionFiles:
                     self.stats.count_malformed(parsed.reason)
                 elif self._fresh(parsed):
                     yield parsed
+            if tail.caught_up:
+                return
 
     def _lines(self, tail: LineTail, *, bounded: bool, known_only: bool = False) -> list[bytes]:
         """The next chunk of lines; when `bounded`, none once this pass's budget is spent."""

@@ -38,10 +38,11 @@ class LineTail:
     _partial_size: int = 0
     _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
     _ident: tuple[int, int] | None = None
+    _size: int = 0  # the file's size at the last read
 
     def read_lines(self, chunk: int = CHUNK, *, known_only: bool = False) -> list[bytes]:
         """The complete lines (without newlines) appended since the last call, up to ~`chunk`
-        bytes of input; [] when nothing new. Call again until it returns [].
+        bytes of input; [] when nothing new. Call again until it returns [] or `caught_up`.
 
         `known_only`: only the lines that end within the first `known_size` bytes; a line still
         unfinished there is completed (and returned) by a later plain call. Read those first."""
@@ -50,8 +51,13 @@ class LineTail:
         except FileNotFoundError:
             return []
         try:
-            self._check_identity(os.fstat(fd))
-            while data := os.pread(fd, self._span(chunk, known_only), self.offset):
+            st = os.fstat(fd)
+            self._check_identity(st)
+            # Up to the size seen now: no read at the end of the file, no buffer larger than
+            # what is there (a 256 KB one costs more than reading a record).
+            end = min(st.st_size, self.known_size) if known_only else st.st_size
+            self._size = st.st_size
+            while self.offset < end and (data := os.pread(fd, min(chunk, end - self.offset), self.offset)):
                 self.offset += len(data)
                 lines = self._split(data)
                 if lines:  # else the chunk was the middle of a long line: read on
@@ -65,8 +71,10 @@ class LineTail:
         """Part of what the file held before the launch is still unread."""
         return self.offset < self.known_size
 
-    def _span(self, chunk: int, known_only: bool) -> int:
-        return max(0, min(chunk, self.known_size - self.offset)) if known_only else chunk
+    @property
+    def caught_up(self) -> bool:
+        """The last read reached the end of the file as it was then (no need to look again now)."""
+        return self.offset >= self._size
 
     def take_partial(self) -> bytes | None:
         """The unfinished last line, if any (at the end of a finished file: a truncated record)."""
@@ -130,6 +138,10 @@ class StreamTail(LineTail):
     no reopening, no truncation to notice. The caller owns `fd`."""
 
     fd: int
+
+    @property
+    def caught_up(self) -> bool:
+        return False  # only a read that returns [] tells the end of a stream
 
     def read_lines(self, chunk: int = CHUNK, *, known_only: bool = False) -> list[bytes]:
         if known_only:

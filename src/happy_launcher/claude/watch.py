@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import struct
+from collections.abc import Set
 from pathlib import Path
 from typing import Protocol
 
@@ -18,15 +19,15 @@ import anyio
 
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = os.O_CLOEXEC
-# modify, close-after-write, moved in, create, delete self, move self
-_MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800
+# modify, close-after-write, moved in, create, delete self, move self; directories only
+_MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800 | 0x01000000
 _IN_IGNORED = 0x8000  # the watch is gone (its directory was deleted or unmounted)
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (+ name)
 _log = logging.getLogger(__name__)
 
 
 class Watcher(Protocol):
-    def watch(self, directories: set[Path]) -> None:
+    def watch(self, directories: Set[Path]) -> None:
         """Make sure these directories (those that exist) are watched."""
 
     async def wait(self) -> None:
@@ -38,7 +39,7 @@ class Watcher(Protocol):
 class PollingWatcher:
     """The fallback: every wait lasts the whole timeout; the caller re-reads its files."""
 
-    def watch(self, directories: set[Path]) -> None:
+    def watch(self, directories: Set[Path]) -> None:
         pass
 
     async def wait(self) -> None:
@@ -65,7 +66,7 @@ class InotifyWatcher:
         self._watched: dict[int, Path] = {}
         self._unwatchable: set[Path] = set()  # failed and logged; retried on every call
 
-    def watch(self, directories: set[Path]) -> None:
+    def watch(self, directories: Set[Path]) -> None:
         for directory in directories - set(self._watched.values()):
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
             if wd >= 0:
@@ -73,7 +74,8 @@ class InotifyWatcher:
                 self._unwatchable.discard(directory)
                 continue
             err = ctypes.get_errno()
-            if err != errno.ENOENT and directory not in self._unwatchable:  # ENOENT: gone, nothing to see
+            # ENOENT, ENOTDIR: not (or no longer) a directory, nothing to see
+            if err not in (errno.ENOENT, errno.ENOTDIR) and directory not in self._unwatchable:
                 self._unwatchable.add(directory)
                 _log.warning(
                     "cannot watch %s for changes (%s): records there arrive with the periodic re-read only%s",
