@@ -31,16 +31,15 @@ from scripts.bench.corpus import build
 from scripts.bench.records import assistant_line
 
 
-def writer(path: str, count: int, gap: float, start: multiprocessing.synchronize.Event) -> None:
-    """Another process, like Claude: append one record at a time, noting when each landed."""
+def writer(path: str, stamps: str, count: int, gap: float, start: multiprocessing.synchronize.Event) -> None:
+    """Another process, like Claude: append one record at a time, noting when each landed (in
+    a file outside the watched directories: its writes must not wake the scanner)."""
     start.wait()
-    with open(path, "ab", buffering=0) as f:  # noqa: PTH123
+    with open(path, "ab", buffering=0) as f, open(stamps, "a", buffering=1) as s:  # noqa: PTH123
         for n in range(count):
             line = assistant_line(n)
             f.write(line + b"\n")
-            stamp = Path(path + ".stamps")
-            with stamp.open("a") as s:
-                s.write(f"bench-a-{n} {time.time_ns()}\n")
+            s.write(f"bench-a-{n} {time.time_ns()}\n")
             time.sleep(gap)  # the writer's pace, not synchronisation
 
 
@@ -69,7 +68,8 @@ async def measure(
     while not scanner.scan() and scanner.files.behind:  # index the history before measuring
         pass
     start = multiprocessing.get_context("fork").Event()
-    args = (str(transcript), count, gap, start)
+    stamps = home / "stamps.txt"
+    args = (str(transcript), str(stamps), count, gap, start)
     proc = multiprocessing.get_context("fork").Process(target=writer, args=args)
     proc.start()
     async with anyio.create_task_group() as tg:
@@ -83,7 +83,7 @@ async def measure(
     proc.join()
     watcher.close()
     store.close()
-    return latencies_ms(Path(str(transcript) + ".stamps"), committed), cpu / count
+    return latencies_ms(stamps, committed), cpu / count
 
 
 def latencies_ms(stamps_path: Path, committed: dict[str, int]) -> list[float]:

@@ -139,7 +139,7 @@ class Mapper:
             # Optional fields are omitted, never null (design §1): Claude writes e.g.
             # `"service_tier": null` (`<synthetic>` replies), `"fallback_credit": null`.
             usage = {key: value for key, value in usage.items() if value is not None}
-            out[last_content] = out[last_content].model_copy(update={"usage": usage})
+            out[last_content] = self._make.with_usage(out[last_content], usage)
 
     def _first_usage_of(self, record: Record) -> bool:
         """Claude writes one record per content block, each with the whole reply's usage: carry

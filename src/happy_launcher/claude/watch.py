@@ -6,6 +6,7 @@ watchfiles was not used because it delivers changes in batches at least `step` m
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import errno
 import logging
@@ -22,6 +23,10 @@ _IN_CLOEXEC = os.O_CLOEXEC
 # modify, close-after-write, moved in, create, delete self, move self; directories only
 _MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800 | 0x01000000
 _IN_IGNORED = 0x8000  # the watch is gone (its directory was deleted or unmounted)
+_IN_ISDIR = 0x40000000
+_IN_ARRIVED = 0x100 | 0x080  # created, moved in
+_BUFFER = 65536
+_MAX_EVENT = 16 + 256  # struct inotify_event + NAME_MAX + 1
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (+ name)
 _log = logging.getLogger(__name__)
 
@@ -64,10 +69,23 @@ class InotifyWatcher:
             raise OSError(err, os.strerror(err))
         self._fd: int = fd
         self._watched: dict[int, Path] = {}
-        self._unwatchable: set[Path] = set()  # failed and logged; retried on every call
+        self._unwatchable: set[Path] = set()  # failed and logged
+        self._wanted: frozenset[Path] = frozenset()
+        self._recheck = False  # directories not watched yet may exist now
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready: asyncio.Event | None = None
 
     def watch(self, directories: Set[Path]) -> None:
-        for directory in directories - set(self._watched.values()):
+        """Called before every read: cheap unless something changed. A directory that does not
+        exist (yet) is tried again only when it may have appeared: a directory was created in
+        a watched one, a watch went away, or a wait ended without an event (a periodic re-read)."""
+        if directories != self._wanted:
+            self._wanted = frozenset(directories)
+            self._recheck = True
+        if not self._recheck:
+            return
+        self._recheck = False
+        for directory in self._wanted - set(self._watched.values()):
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
             if wd >= 0:
                 self._watched[wd] = directory
@@ -85,16 +103,45 @@ class InotifyWatcher:
                 )
 
     async def wait(self) -> None:
-        if not self._drain():
-            await anyio.wait_readable(self._fd)
-            self._drain()
+        if self._drain():
+            return
+        try:
+            ready = self._registered()
+            if ready is not None:
+                ready.clear()
+                await ready.wait()
+            else:
+                await anyio.wait_readable(self._fd)
+        finally:
+            if not self._drain():  # a timeout or the caller ended the wait: look around again
+                self._recheck = True
+
+    def _registered(self) -> asyncio.Event | None:
+        """On asyncio the fd stays registered with the loop while the watcher lives (no pair of
+        epoll_ctl calls per wake-up, and there is one per record Claude writes): the event set
+        when it is readable. Other backends: None."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        if loop is not self._loop or self._ready is None:
+            self._unregister()
+            self._ready = ready = asyncio.Event()
+            loop.add_reader(self._fd, ready.set)
+            self._loop = loop
+        return self._ready
+
+    def _unregister(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._fd)
+        self._loop = None
 
     def _drain(self) -> bool:
         """Consume queued events (the scanner re-reads by offset); True if there were any."""
         got = False
         while True:
             try:
-                data = os.read(self._fd, 65536)
+                data = os.read(self._fd, _BUFFER)
             except BlockingIOError:
                 return got
             got = True
@@ -104,9 +151,15 @@ class InotifyWatcher:
                 pos += _EVENT.size + length
                 if mask & _IN_IGNORED:  # forget it, so `watch` adds the directory again if it returns
                     self._watched.pop(wd, None)
+                    self._recheck = True
+                elif mask & _IN_ISDIR and mask & _IN_ARRIVED:  # maybe one we wait for
+                    self._recheck = True
+            if len(data) + _MAX_EVENT <= _BUFFER:  # the queue was empty: no read just to hear so
+                return True
 
     def close(self) -> None:
         if self._fd >= 0:
+            self._unregister()
             os.close(self._fd)
             self._fd = -1
 

@@ -1,4 +1,12 @@
-"""The session-protocol envelope (seed 002, design §1) and the factory that makes envelopes."""
+"""The session-protocol envelope (seed 002, design §1) and the factory that makes envelopes.
+
+Two ways in. `Envelope(...)` and `parse_envelope` validate: for anything read from outside (the
+store, a client). `EnvelopeFactory` is how happy makes its own envelopes, once per transcript
+record on the hot path: its typed methods can only express valid envelopes (ids from the id
+factory, a validated event, the role rules built in), so it skips re-validating them (8-10 µs
+each) and the tests check that what it makes validates (issue 7 §3). An envelope is serialised
+once; the store and the events file share the bytes.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ class Envelope(BaseModel):
     """One message of the flat session stream. Invalid envelopes cannot be constructed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    __slots__ = ("_json",)  # to_json()'s bytes, made once (not a field: not compared or copied)
 
     id: str
     time: NonNegativeInt
@@ -46,8 +55,12 @@ class Envelope(BaseModel):
         return self
 
     def to_json(self) -> bytes:
-        """Compact JSON, optional fields omitted (never null)."""
-        return self.__pydantic_serializer__.to_json(self, exclude_none=True)
+        """Compact JSON, optional fields omitted (never null); made on the first call."""
+        data: bytes | None = getattr(self, "_json", None)
+        if data is None:
+            data = self.__pydantic_serializer__.to_json(self, exclude_none=True)
+            _set(self, "_json", data)
+        return data
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -68,8 +81,7 @@ class EnvelopeFactory:
         self.new_id = ids
 
     def user_text(self, text: str, time: int, *, claude_uuid: str | None = None) -> Envelope:
-        ev = TextEv(text=text)
-        return Envelope(id=self.new_id(), time=time, role="user", ev=ev, claudeUuid=claude_uuid)
+        return _made(self.new_id(), time, "user", None, None, TextEv(text=text), claude_uuid, None)
 
     def agent(
         self,
@@ -81,13 +93,52 @@ class EnvelopeFactory:
         claude_uuid: str | None = None,
         usage: dict[str, Any] | None = None,
     ) -> Envelope:
-        return Envelope(
-            id=self.new_id(),
-            time=time,
-            role="agent",
-            turn=turn,
-            subagent=subagent,
-            ev=ev,
-            claudeUuid=claude_uuid,
-            usage=usage,
+        return _made(self.new_id(), time, "agent", turn, subagent, ev, claude_uuid, usage)
+
+    def with_usage(self, envelope: Envelope, usage: dict[str, Any]) -> Envelope:
+        """The same envelope carrying `usage` (a new object: envelopes are immutable)."""
+        return _made(
+            envelope.id,
+            envelope.time,
+            envelope.role,
+            envelope.turn,
+            envelope.subagent,
+            envelope.ev,
+            envelope.claudeUuid,
+            usage,
         )
+
+
+_set = object.__setattr__
+
+
+def _made(
+    id_: str,
+    time: int,
+    role: Role,
+    turn: str | None,
+    subagent: str | None,
+    ev: Event,
+    claude_uuid: str | None,
+    usage: dict[str, Any] | None,
+) -> Envelope:
+    """An envelope from parts that are valid by construction (see the module docstring), set up
+    the way pydantic's own `model_construct` does, minus its per-field loop."""
+    if time < 0:  # the one input a caller could get wrong (a record's timestamp before 1970)
+        raise ValueError(f"envelope time {time} is negative")
+    env = Envelope.__new__(Envelope)
+    fields = {
+        "id": id_,
+        "time": time,
+        "role": role,
+        "turn": turn,
+        "subagent": subagent,
+        "ev": ev,
+        "claudeUuid": claude_uuid,
+        "usage": usage,
+    }
+    _set(env, "__dict__", fields)
+    _set(env, "__pydantic_fields_set__", {k for k, v in fields.items() if v is not None})
+    _set(env, "__pydantic_extra__", None)
+    _set(env, "__pydantic_private__", None)
+    return env
