@@ -33,35 +33,35 @@ def env(**overrides: Any) -> dict[str, Any]:
     return {k: v for k, v in base.items() if v is not None}
 
 
-@pytest.mark.parametrize(
-    "ev",
-    [
-        {"t": "text", "text": "hi"},
-        {"t": "text", "text": "hm", "thinking": True},
-        {"t": "service", "text": "**Service**"},
-        {
-            "t": "tool-call-start",
-            "call": "toolu_1",
-            "name": "Bash",
-            "title": "t",
-            "description": "d",
-            "args": {},
-        },
-        {"t": "tool-call-end", "call": "toolu_1"},
-        {
-            "t": "file",
-            "ref": "up_1",
-            "name": "a.png",
-            "size": 3,
-            "image": {"width": 1, "height": 2, "thumbhash": "x"},
-        },
-        {"t": "turn-start"},
-        {"t": "turn-end", "status": "cancelled"},
-        {"t": "start", "title": "Research"},
-        {"t": "start"},
-        {"t": "stop"},
-    ],
-)
+EVENTS: list[dict[str, Any]] = [
+    {"t": "text", "text": "hi"},
+    {"t": "text", "text": "hm", "thinking": True},
+    {"t": "service", "text": "**Service**"},
+    {
+        "t": "tool-call-start",
+        "call": "toolu_1",
+        "name": "Bash",
+        "title": "t",
+        "description": "d",
+        "args": {},
+    },
+    {"t": "tool-call-end", "call": "toolu_1"},
+    {
+        "t": "file",
+        "ref": "up_1",
+        "name": "a.png",
+        "size": 3,
+        "image": {"width": 1, "height": 2, "thumbhash": "x"},
+    },
+    {"t": "turn-start"},
+    {"t": "turn-end", "status": "cancelled"},
+    {"t": "start", "title": "Research"},
+    {"t": "start"},
+    {"t": "stop"},
+]
+
+
+@pytest.mark.parametrize("ev", EVENTS)
 def test_all_nine_events_validate_and_round_trip(ev: dict[str, Any]) -> None:
     e = Envelope.model_validate(env(ev=ev, subagent=CUID))
     assert parse_envelope(e.to_json()) == e
@@ -113,6 +113,34 @@ def test_factory_uses_injected_ids_and_time() -> None:
         "role": "user",
         "ev": {"t": "text", "text": "q"},
     }
+
+
+@pytest.mark.parametrize("ev", EVENTS)
+def test_envelopes_the_factory_makes_validate(ev: dict[str, Any]) -> None:
+    """The factory skips validation (the hot path): what it makes must still be valid."""
+    make = EnvelopeFactory(Cuid2Ids())
+    event = Envelope.model_validate(env(ev=ev)).ev
+    made = [
+        make.agent(event, turn=CUID, time=3),
+        make.agent(event, turn=CUID, time=3, subagent=CUID, claude_uuid="u-1", usage={"output_tokens": 2}),
+        make.with_usage(make.agent(event, turn=CUID, time=0), {"input_tokens": 1, "tier": None}),
+        make.user_text("a prompt", 5, claude_uuid="u-2"),
+    ]
+    for e in made:
+        again = Envelope.model_validate_json(e.to_json())
+        assert again == e
+        assert again.to_json() == e.to_json()
+        assert Envelope.model_validate(e.to_dict()).to_dict() == e.to_dict()
+
+
+def test_an_envelope_is_serialised_once() -> None:
+    e = EnvelopeFactory(Cuid2Ids()).agent(TextEv(text="a"), turn=CUID, time=1)
+    assert e.to_json() is e.to_json()  # the store and the events file share the bytes
+
+
+def test_the_factory_refuses_a_time_before_1970() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        EnvelopeFactory(Cuid2Ids()).agent(TextEv(text="a"), turn=CUID, time=-1)
 
 
 def test_cuid2_ids_are_unique_and_valid() -> None:

@@ -222,3 +222,19 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path) -> None:
     big_transcript(path)
     done = shell('"$HAPPY" replay "$T" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}" >&2', T=str(path))
     assert done.stderr == b"0\n"  # no traceback, no "Exception ignored" at exit
+
+
+def test_timestamps_before_1970_do_not_make_negative_times(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write_jsonl(
+        path,
+        [
+            user("u1", "hello", timestamp="1960-01-01T00:00:00.000Z"),
+            assistant("a1", {"type": "text", "text": "hi"}, timestamp="0001-01-01T00:00:00+00:00"),
+            user("u2", "again"),  # 2026
+        ],
+    )
+    code, envs, _ = replay(path)
+    assert code == 0
+    assert [e.time for e in envs if e.ev.t == "text"][:2] == [0, 0]  # no usable time yet
+    assert envs[-1].time > 0

@@ -141,12 +141,15 @@ def record_key(record: Record) -> str | None:
 
 
 def parse_timestamp_ms(value: object) -> int | None:
+    """Unix ms of an ISO timestamp; None if it is not one, or before 1970 (envelope times are
+    never negative)."""
     if not isinstance(value, str):
         return None
     try:
-        return int(datetime.fromisoformat(value).timestamp() * 1000)
-    except ValueError:
+        ms = int(datetime.fromisoformat(value).timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
         return None
+    return ms if ms >= 0 else None
 
 
 def text_of(content: str | list[Any] | None) -> str:

@@ -110,6 +110,7 @@ class EnvelopeFactory:
 
 
 _set = object.__setattr__
+_FIELDS = frozenset(Envelope.model_fields)
 
 
 def _made(
@@ -138,7 +139,8 @@ def _made(
         "usage": usage,
     }
     _set(env, "__dict__", fields)
-    _set(env, "__pydantic_fields_set__", {k for k, v in fields.items() if v is not None})
+    _set(env, "__pydantic_fields_set__", set(_FIELDS))  # as if all were passed (they are)
     _set(env, "__pydantic_extra__", None)
     _set(env, "__pydantic_private__", None)
+    _set(env, "_json", None)
     return env

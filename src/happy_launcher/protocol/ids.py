@@ -33,23 +33,30 @@ def wall_clock_ms() -> int:
 
 
 class Cuid2Ids:
-    """cuid2 ids (a letter, then a hash of time, salt, counter and host fingerprint, in base36).
+    """cuid2-shaped ids: a letter, then 23 base36 characters, from the OS's CSPRNG (~118 bits).
 
-    The `cuid2` package computes one sha3-512 and a big-integer base36 per id (~25 µs); this keeps
-    its recipe but hashes with keyed BLAKE2b and maps digest bytes straight to base36 (~1 µs), which
-    matters when replaying a 100 MB transcript.
+    The `cuid2` package hashes time, salt, counter and a host fingerprint with sha3-512 and a
+    big-integer base36 per id (~25 µs); random bytes mapped straight to base36, drawn 256 ids at
+    a time, cost ~0.3 µs an id, which matters when replaying a 100 MB transcript.
     """
 
-    def __init__(self, entropy: bytes | None = None) -> None:
-        seed = entropy if entropy is not None else os.urandom(32)
-        fingerprint = f"{os.getpid()}:{os.uname().nodename}:{time.time_ns()}".encode()
-        self._key = hashlib.blake2b(seed + fingerprint, digest_size=32).digest()
-        self._counter = itertools.count(int.from_bytes(seed[:4], "big"))
+    def __init__(self) -> None:
+        self._pool: list[str] = []
 
     def __call__(self) -> str:
-        n = next(self._counter)
-        digest = hashlib.blake2b(n.to_bytes(16, "big"), key=self._key, digest_size=ID_LENGTH).digest()
-        return (digest[:1].translate(_TO_LETTER) + digest[1:].translate(_TO_BASE36)).decode("ascii")
+        if not self._pool:
+            self._pool = _random_ids(_POOL)
+        return self._pool.pop()
+
+
+_POOL = 256
+
+
+def _random_ids(count: int) -> list[str]:
+    raw = os.urandom(ID_LENGTH * count)
+    letters = raw[::ID_LENGTH].translate(_TO_LETTER).decode("ascii")
+    rest = raw.translate(_TO_BASE36).decode("ascii")
+    return [letters[i] + rest[i * ID_LENGTH + 1 : (i + 1) * ID_LENGTH] for i in range(count)]
 
 
 class SequentialIds:
