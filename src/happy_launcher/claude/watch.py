@@ -105,29 +105,42 @@ class InotifyWatcher:
     async def wait(self) -> None:
         if self._drain():
             return
-        try:
-            ready = self._registered()
-            if ready is not None:
-                ready.clear()
-                await ready.wait()
-            else:
+        ready = self._registered()
+        if ready is None:
+            try:
                 await anyio.wait_readable(self._fd)
+            finally:
+                self._woken(self._drain())
+            return
+        try:
+            if not ready.is_set():  # set: events came (and were drained) since the last wait
+                await ready.wait()
         finally:
-            if not self._drain():  # a timeout or the caller ended the wait: look around again
-                self._recheck = True
+            self._woken(ready.is_set())
+            ready.clear()
+
+    def _woken(self, by_events: bool) -> None:
+        if not by_events:  # a timeout or the caller ended the wait: look around again
+            self._recheck = True
+
+    def _on_readable(self) -> None:
+        # Drained here, in the loop's callback: the loop may run it once more for a readiness it
+        # saw before we drained, and that must not wake the waiter for nothing.
+        if self._drain() and self._ready is not None:
+            self._ready.set()
 
     def _registered(self) -> asyncio.Event | None:
         """On asyncio the fd stays registered with the loop while the watcher lives (no pair of
         epoll_ctl calls per wake-up, and there is one per record Claude writes): the event set
-        when it is readable. Other backends: None."""
+        when events came. Other backends: None."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return None
         if loop is not self._loop or self._ready is None:
             self._unregister()
-            self._ready = ready = asyncio.Event()
-            loop.add_reader(self._fd, ready.set)
+            self._ready = asyncio.Event()
+            loop.add_reader(self._fd, self._on_readable)
             self._loop = loop
         return self._ready
 
