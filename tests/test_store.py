@@ -335,3 +335,15 @@ def test_the_background_checkpointer_empties_the_wal(tmp_path: Path, factory: En
     assert log == done
     store.close()
     assert store.checkpointer is None
+
+
+def test_seqs_stay_right_when_another_store_wrote_in_between(
+    tmp_path: Path, store: SessionStore, factory: EnvelopeFactory
+) -> None:
+    """The next seq is remembered between batches; a batch another writer slipped in (e.g. the
+    sweep of a session thought dead) must not make the next one fail."""
+    assert store.append_envelopes("s1", texts(factory, "a")) == [1]
+    with SessionStore.open(tmp_path / "home") as other:
+        assert other.append_envelopes("s1", texts(factory, "b")) == [2]
+    assert store.append_envelopes("s1", texts(factory, "c", "d")) == [3, 4]
+    assert [e.ev.model_dump()["text"] for _, e in store.envelopes("s1")] == ["a", "b", "c", "d"]

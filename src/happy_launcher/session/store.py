@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope, parse_envelope
-from happy_launcher.session.checkpoint import CHECKPOINT_INTERVAL, Checkpointer
+from happy_launcher.session.checkpoint import CHECKPOINT_INTERVAL
 from happy_launcher.session.home import HOME_ENV, ensure_home
 from happy_launcher.session.procs import ProcessId
+from happy_launcher.session.store_conn import StoreConnection
 from happy_launcher.session.store_db import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -58,24 +57,8 @@ class InboundMessage:
 _SESSION_COLUMNS = "id, claude_session_id, cwd, started_at, ended_at, status"
 
 
-class SessionStore:
-    """Sync API over one connection, serialised by a lock so any thread may call it."""
-
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        path: Path,
-        *,
-        busy_timeout: float = 5.0,
-        checkpoint_interval: float = CHECKPOINT_INTERVAL,
-    ) -> None:
-        self._conn: sqlite3.Connection | None = conn
-        self._lock = threading.Lock()
-        self.path = path
-        self._busy_timeout = busy_timeout
-        self._checkpoint_interval = checkpoint_interval
-        self._wal = False
-        self.checkpointer: Checkpointer | None = None  # started by the first write
+class SessionStore(StoreConnection):
+    """The store's operations; see `StoreConnection` for the connection and transactions."""
 
     @classmethod
     def open(
@@ -122,21 +105,6 @@ class SessionStore:
                 for statement in migration:
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    def close(self) -> None:
-        with self._lock:
-            if self.checkpointer is not None:
-                self.checkpointer.close()
-                self.checkpointer = None
-            if self._conn is not None:
-                self._conn.close()  # the last connection to close checkpoints the rest
-                self._conn = None
-
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -233,8 +201,27 @@ class SessionStore:
         keys = [(session_id, key) for key in processed_keys]
         if not bodies and not keys and mapper_state is None:
             return []
+        try:
+            return self._append(session_id, bodies, keys, mapper_state)
+        except StoreConflictError:
+            if self._next_seq.pop(session_id, None) is None:
+                raise
+            # The seq remembered was taken (another writer of this session: not supposed to
+            # happen): ask the database.
+            return self._append(session_id, bodies, keys, mapper_state)
+
+    def _append(
+        self,
+        session_id: str,
+        bodies: list[tuple[str, int, bytes]],
+        keys: list[tuple[str, str]],
+        mapper_state: str | None,
+    ) -> list[int]:
         with self._write() as conn:
-            first = session_next_seq(conn, "envelopes", session_id)
+            # The next seq is remembered from batch to batch (a statement less per batch); the
+            # first batch asks the database, which also checks that the session exists (sessions
+            # are never deleted).
+            first = self._next_seq.get(session_id) or session_next_seq(conn, "envelopes", session_id)
             seqs = list(range(first, first + len(bodies)))
             conn.executemany(
                 "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
@@ -244,6 +231,7 @@ class SessionStore:
             conn.executemany("INSERT OR IGNORE INTO processed_keys (session, key) VALUES (?, ?)", keys)
             if mapper_state is not None:
                 update_session(conn, session_id, "mapper_state = ?", (mapper_state,))
+        self._next_seq[session_id] = first + len(bodies)  # committed
         return seqs
 
     def processed_keys(self, session_id: str) -> set[str]:
@@ -303,45 +291,3 @@ class SessionStore:
             )
             if cur.rowcount == 0:
                 raise StoreConflictError(f"no inbound message {seq} in session {session_id}")
-
-    # --- transactions -------------------------------------------------------------------------
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                yield self._connection()
-            except sqlite3.Error as exc:
-                raise store_error(self.path, exc) from exc
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
-        # writes can fail with SQLITE_BUSY at once, without waiting for the busy timeout.
-        with self._lock:
-            conn = self._connection()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                yield conn
-                conn.execute("COMMIT")
-                self._committed()
-            except BaseException as exc:
-                if conn.in_transaction:
-                    with suppress(sqlite3.Error):  # the original error is the one to report
-                        conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise store_error(self.path, exc) from exc
-                raise
-
-    def _committed(self) -> None:
-        if self._wal:
-            if self.checkpointer is None:
-                self.checkpointer = Checkpointer(
-                    self.path, interval=self._checkpoint_interval, busy_timeout=self._busy_timeout
-                )
-            self.checkpointer.poke()
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError(f"the session store {self.path} is closed (a bug in happy: please report it)")
-        return self._conn
