@@ -174,3 +174,21 @@ def test_final_read_and_replay_never_hold(tmp_path: Path) -> None:
     finished = SessionFiles()  # no clock: the files are complete (happy replay)
     finished.add_main(main)
     assert uuids(finished) == ["u1", "a1", "s1", "s2", "r1", "a2"]
+
+
+def test_only_the_files_that_changed_are_read(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    write_jsonl(main, [user("u1", "go")])
+    one = write_subagent(main, "one", "toolu_1", [assistant("o1", isSidechain=True)])
+    two = write_subagent(main, "two", "toolu_2", [assistant("t1", isSidechain=True)])
+    files = SessionFiles()
+    files.add_main(main)
+    assert uuids(files) == ["u1", "o1", "t1"]
+    write_jsonl(one, [assistant("o2", isSidechain=True)], append=True)
+    write_jsonl(two, [assistant("t2", isSidechain=True)], append=True)
+    write_jsonl(main, [user("u2", "more")], append=True)
+    assert [r.uuid for r in files.read_new(changed={str(one)})] == ["o2"]
+    three = write_subagent(main, "three", None, [assistant("h1", isSidechain=True)])
+    # A new file in the subagents directory is found and read whole; the others wait.
+    assert [r.uuid for r in files.read_new(changed={str(three)})] == ["h1"]
+    assert [r.uuid for r in files.read_new(changed=None)] == ["u2", "t2"]

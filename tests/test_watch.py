@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from happy_launcher.claude.watch import InotifyWatcher
@@ -55,3 +56,24 @@ def test_no_inotify_falls_back_to_polling_with_one_log_line() -> None:
         "WARNING happy_launcher.claude.watch inotify unavailable ([Errno 24] Too many open files): "
         "transcripts are re-read periodically, records arrive later"
     ]
+
+
+@pytest.mark.anyio
+async def test_the_watcher_says_which_files_changed(tmp_path: Path) -> None:
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch({tmp_path})
+        assert watcher.changes() is None  # a new watch: what came before it was not seen
+        (tmp_path / "a.jsonl").write_bytes(b"x\n")
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        assert watcher.changes() == {str(tmp_path / "a.jsonl")}
+        assert watcher.changes() == set()
+        await watcher.wait(0.001)  # a timeout: unknown, read everything
+        assert watcher.changes() is None
+        watcher.wake()
+        with anyio.fail_after(5):
+            await watcher.wait(30)  # returns at once
+        assert watcher.changes() is None
+    finally:
+        watcher.close()

@@ -44,23 +44,21 @@ class TranscriptScanner:
         self._poll_interval = poll_interval
         self._batch_bytes = batch_bytes
         self._dirs = self._directories()
-        self._kicked = False
-        self._waiting: anyio.CancelScope | None = None
 
     def add_main(self, path: Path, *, known: Mapping[Path, int] = NOTHING_KNOWN) -> None:
         """Also watch this main transcript (a new Claude session id); earlier ones stay watched.
         `known`: see `SessionFiles.add_main`."""
         if self.files.add_main(path, known=known):
             self._dirs = self._directories()
-            self._kicked = True
-            if self._waiting is not None:
-                self._waiting.cancel()
+            self._watcher.wake()  # read it now (a woken watcher makes the next read a full one)
 
     def scan(self, *, final: bool = False) -> list[Record]:
         """The next batch of what is new right now (`files.behind`: there is more); `final`
         once Claude has exited (nothing is held back)."""
         self._watcher.watch(self._dirs)
-        return list(self.files.read_new(final=final, max_bytes=self._batch_bytes))
+        # After a pass cut short by its budget, or at the end, everything is read again.
+        changed = None if final or self.files.behind else self._watcher.changes()
+        return list(self.files.read_new(final=final, max_bytes=self._batch_bytes, changed=changed))
 
     def final_batches(self) -> Iterator[list[Record]]:
         """Everything left once Claude has exited, batch by batch."""
@@ -84,16 +82,7 @@ class TranscriptScanner:
                 continue
             held = self.files.hold_wait()
             poll = self._poll_interval
-            await self._wait_for_change(poll if held is None else min(held, poll))
-
-    async def _wait_for_change(self, within: float) -> None:
-        """Until the watcher sees a change, a main transcript is added, or `within` seconds. One
-        cancel scope per wake-up (no task group: this runs once per record Claude writes)."""
-        if not self._kicked:
-            with anyio.CancelScope(deadline=anyio.current_time() + within) as self._waiting:
-                await self._watcher.wait()
-            self._waiting = None
-        self._kicked = False
+            await self._watcher.wait(poll if held is None else min(held, poll))
 
     def _directories(self) -> frozenset[Path]:
         """The project dir, each session's dir and its subagents dir: changes in any of them can

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,8 +62,10 @@ class _SubagentFile:
     agent_id: str
     tail: LineTail
     meta_path: Path
+    name: str  # os.fspath(tail.path), to match the watcher's changes
     tool_use_id: str | None = None
     answered: bool = False  # the last record read is the subagent's final answer
+    new: bool = True  # found, not read yet (its first lines may predate the directory's watch)
 
     def tag(self) -> str | None:
         if self.tool_use_id is None:
@@ -81,6 +83,7 @@ class _MainFile:
     tail: LineTail
     subagents_dir: Path | None  # None: a stream, which has no session directory beside it
     known: Mapping[Path, int]  # sizes of the session's files before the launch
+    name: str  # os.fspath(tail.path), to match the watcher's changes
     subagents: dict[str, _SubagentFile] = field(default_factory=dict)
     held: list[Record] = field(default_factory=list)  # waiting for a subagent's last records
     held_since: float | None = None
@@ -96,6 +99,16 @@ def _is_final_answer(record: Record) -> bool:
 
 def _untagged() -> str | None:
     return None
+
+
+def _touches_subagents(main: _MainFile, changed: Set[str]) -> bool:
+    """A change in the session's directory or its subagents directory: new or grown files."""
+    if main.subagents_dir is None:
+        return False
+    subagents = os.fspath(main.subagents_dir)
+    session = os.fspath(main.subagents_dir.parent)
+    inside = subagents + os.sep
+    return any(path.startswith(inside) or path in (session, subagents) for path in changed)
 
 
 class SessionFiles:
@@ -123,27 +136,33 @@ class SessionFiles:
         if path in self._mains:
             return False
         tail = LineTail(path, known_size=known.get(path, 0))
-        self._mains[path] = _MainFile(tail, path.with_suffix("") / "subagents", known)
+        self._mains[path] = _MainFile(tail, path.with_suffix("") / "subagents", known, os.fspath(path))
         return True
 
     def add_stream(self, name: Path, fd: int) -> None:
         """Read a main transcript from a pipe, FIFO or stdin (`fd`, owned by the caller): once,
         in order, to its end; no subagent files (a stream has no session directory)."""
-        self._mains[name] = _MainFile(StreamTail(name, fd=fd), None, NOTHING_KNOWN)
+        self._mains[name] = _MainFile(StreamTail(name, fd=fd), None, NOTHING_KNOWN, os.fspath(name))
 
-    def read_new(self, *, final: bool = False, max_bytes: int | None = None) -> Iterator[Record]:
+    def read_new(
+        self, *, final: bool = False, max_bytes: int | None = None, changed: Set[str] | None = None
+    ) -> Iterator[Record]:
         """Every record appended since the last call, deduplicated, in a causal order: main
         files first, and a subagent's file drained before the main record that stops it.
         `final`: the writer is gone, release whatever was held back. `max_bytes`: stop reading
         new chunks after about that many bytes and set `behind`; the next call goes on (a
-        subagent drained before its stopping record may exceed it)."""
+        subagent drained before its stopping record may exceed it). `changed`: only these
+        paths (`os.fspath` strings) changed, as the watcher says; None: look at every file."""
         hold = self._clock is not None and not final
         self._left, self.behind = max_bytes, False
         for main in list(self._mains.values()):
-            yield from self._read_main(main, hold=hold)
-            self._discover(main)
-            for sub in list(main.subagents.values()):
-                yield from self._read_sub(sub, bounded=True)
+            if changed is None or main.name in changed or main.held or main.tail.known_left:
+                yield from self._read_main(main, hold=hold)
+            if changed is None or _touches_subagents(main, changed):
+                self._discover(main)
+                for sub in list(main.subagents.values()):
+                    if changed is None or sub.new or sub.name in changed:
+                        yield from self._read_sub(sub, bounded=True)
             if main.held:  # what the subagents just wrote may release it
                 yield from self._read_main(main, hold=hold)
 
@@ -193,6 +212,7 @@ class SessionFiles:
         return now < main.held_since + HOLD_MAX
 
     def _read_sub(self, sub: _SubagentFile, *, bounded: bool) -> Iterator[Record]:
+        sub.new = False
         last = self._index(sub.tail, bounded=bounded)
         if last is not None:
             sub.answered = _is_final_answer(last)
@@ -271,6 +291,6 @@ class SessionFiles:
             if not path.exists():
                 return None
             tail = LineTail(path, known_size=main.known.get(path, 0))
-            sub = _SubagentFile(agent_id, tail, path.with_suffix(".meta.json"))
+            sub = _SubagentFile(agent_id, tail, path.with_suffix(".meta.json"), os.fspath(path))
             main.subagents[agent_id] = sub
         return sub

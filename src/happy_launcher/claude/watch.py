@@ -1,7 +1,10 @@
 """Waiting for changes in transcript directories: inotify on Linux, polling elsewhere.
 
 inotify wakes the scanner within a millisecond of Claude's write and costs nothing while idle;
-watchfiles was not used because it delivers changes in batches at least `step` ms apart.
+watchfiles was not used because it delivers changes in batches at least `step` ms apart. The
+scanner wakes once per record Claude writes, so a wake-up is kept cheap: on asyncio the inotify
+fd stays registered with the loop and the timeout is a loop timer, and the watcher says which
+files changed, so that the others are not re-read.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ _MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800 | 0x01000000
 _IN_IGNORED = 0x8000  # the watch is gone (its directory was deleted or unmounted)
 _IN_ISDIR = 0x40000000
 _IN_ARRIVED = 0x100 | 0x080  # created, moved in
+_IN_Q_OVERFLOW = 0x4000  # events were lost
+_MAX_CHANGED = 256  # more changed paths than that: say "unknown", the caller reads everything
 _BUFFER = 65536
 _MAX_EVENT = 16 + 256  # struct inotify_event + NAME_MAX + 1
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (+ name)
@@ -35,8 +40,16 @@ class Watcher(Protocol):
     def watch(self, directories: Set[Path]) -> None:
         """Make sure these directories (those that exist) are watched."""
 
-    async def wait(self) -> None:
-        """Return when something may have changed; callers bound it (the polling interval)."""
+    async def wait(self, within: float) -> None:
+        """Return when something may have changed, when `wake` is called, or after `within` s."""
+
+    def wake(self) -> None:
+        """Make the current wait (or else the next one) return at once."""
+
+    def changes(self) -> set[str] | None:
+        """The paths (as `os.fspath` strings: cheap to hash) that changed since the last call;
+        None when that is not known (a wait that timed out or was woken, lost events, polling):
+        then the caller reads everything."""
 
     def close(self) -> None: ...
 
@@ -44,11 +57,27 @@ class Watcher(Protocol):
 class PollingWatcher:
     """The fallback: every wait lasts the whole timeout; the caller re-reads its files."""
 
+    def __init__(self) -> None:
+        self._woken = False
+        self._scope: anyio.CancelScope | None = None
+
     def watch(self, directories: Set[Path]) -> None:
         pass
 
-    async def wait(self) -> None:
-        await anyio.sleep_forever()
+    async def wait(self, within: float) -> None:
+        if not self._woken:
+            with anyio.move_on_after(within) as self._scope:
+                await anyio.sleep_forever()
+            self._scope = None
+        self._woken = False
+
+    def wake(self) -> None:
+        self._woken = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def changes(self) -> set[str] | None:
+        return None
 
     def close(self) -> None:
         pass
@@ -69,11 +98,15 @@ class InotifyWatcher:
             raise OSError(err, os.strerror(err))
         self._fd: int = fd
         self._watched: dict[int, Path] = {}
+        self._prefixes: dict[int, bytes] = {}  # wd -> its directory + "/", for `changes`
         self._unwatchable: set[Path] = set()  # failed and logged
         self._wanted: frozenset[Path] = frozenset()
         self._recheck = False  # directories not watched yet may exist now
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ready: asyncio.Event | None = None
+        self._ready: asyncio.Event | None = None  # asyncio: set when a wait may return
+        self._scope: anyio.CancelScope | None = None  # other backends: the wait `wake` cancels
+        self._woken = False
+        self._changed: set[str] | None = None  # see `changes`; nothing is known at first
 
     def watch(self, directories: Set[Path]) -> None:
         """Called before every read: cheap unless something changed. A directory that does not
@@ -89,7 +122,9 @@ class InotifyWatcher:
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
             if wd >= 0:
                 self._watched[wd] = directory
+                self._prefixes[wd] = os.fsencode(directory) + b"/"
                 self._unwatchable.discard(directory)
+                self._changed = None  # what was written there before the watch was not seen
                 continue
             err = ctypes.get_errno()
             # ENOENT, ENOTDIR: not (or no longer) a directory, nothing to see
@@ -102,26 +137,48 @@ class InotifyWatcher:
                     "; raise fs.inotify.max_user_watches" if err == errno.ENOSPC else "",
                 )
 
-    async def wait(self) -> None:
-        if self._drain():
-            return
-        ready = self._registered()
-        if ready is None:
-            try:
-                await anyio.wait_readable(self._fd)
-            finally:
-                self._woken(self._drain())
-            return
-        try:
-            if not ready.is_set():  # set: events came (and were drained) since the last wait
-                await ready.wait()
-        finally:
-            self._woken(ready.is_set())
-            ready.clear()
+    async def wait(self, within: float) -> None:
+        if not self._drain() and not self._woken:
+            ready = self._registered()
+            if ready is not None:
+                if not ready.is_set():  # set: events came (and were drained) since the last wait
+                    assert self._loop is not None  # registered
+                    timer = self._loop.call_later(within, self._timed_out)
+                    try:
+                        await ready.wait()
+                    finally:
+                        timer.cancel()
+                ready.clear()
+            else:
+                with anyio.move_on_after(within) as self._scope:
+                    await anyio.wait_readable(self._fd)
+                self._scope = None
+                if not self._drain():
+                    self._unknown()
+        self._woken = False
 
-    def _woken(self, by_events: bool) -> None:
-        if not by_events:  # a timeout or the caller ended the wait: look around again
-            self._recheck = True
+    def wake(self) -> None:
+        self._woken = True
+        self._unknown()
+        if self._ready is not None:
+            self._ready.set()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def changes(self) -> set[str] | None:
+        changed, self._changed = self._changed, set()
+        return changed
+
+    def _timed_out(self) -> None:
+        self._unknown()
+        if self._ready is not None:
+            self._ready.set()
+
+    def _unknown(self) -> None:
+        # Nothing said what changed (a timeout, a wake): read everything, and look for the
+        # directories not watched yet.
+        self._changed = None
+        self._recheck = True
 
     def _on_readable(self) -> None:
         # Drained here, in the loop's callback: the loop may run it once more for a readiness it
@@ -161,14 +218,26 @@ class InotifyWatcher:
             pos = 0
             while pos + _EVENT.size <= len(data):
                 wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
+                name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
                 pos += _EVENT.size + length
-                if mask & _IN_IGNORED:  # forget it, so `watch` adds the directory again if it returns
-                    self._watched.pop(wd, None)
-                    self._recheck = True
-                elif mask & _IN_ISDIR and mask & _IN_ARRIVED:  # maybe one we wait for
-                    self._recheck = True
+                self._note(wd, mask, name)
             if len(data) + _MAX_EVENT <= _BUFFER:  # the queue was empty: no read just to hear so
                 return True
+
+    def _note(self, wd: int, mask: int, name: bytes) -> None:
+        if mask & _IN_IGNORED:  # forget it, so `watch` adds the directory again if it returns
+            self._watched.pop(wd, None)
+            self._prefixes.pop(wd, None)
+            self._recheck = True
+        elif mask & _IN_ISDIR and mask & _IN_ARRIVED:  # maybe one we wait for
+            self._recheck = True
+        prefix = self._prefixes.get(wd)
+        if prefix is None or not name or mask & _IN_Q_OVERFLOW:
+            self._changed = None  # the directory itself, or lost events: unknown
+        elif self._changed is not None:
+            self._changed.add(os.fsdecode(prefix + name))
+            if len(self._changed) > _MAX_CHANGED:  # nobody asks (the hook watcher): stay small
+                self._changed = None
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -152,8 +152,7 @@ class LocalTracker:
             while True:
                 self._read_hooks()
                 watcher.watch({hooks.path.parent})
-                with anyio.move_on_after(SAFETY_POLL):
-                    await watcher.wait()
+                await watcher.wait(SAFETY_POLL)
         finally:
             watcher.close()
 
