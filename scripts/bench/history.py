@@ -13,6 +13,7 @@ through; a task sleeping 5 ms in a loop measures how late the event loop lets it
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -66,6 +67,7 @@ async def child(transcript: Path, home: Path, history_size: int) -> dict[str, fl
     watcher = make_watcher()
     scanner = TranscriptScanner(files, watcher)
     scanner.add_main(transcript, known=known)
+    gc.freeze()  # as LocalTracker does once set up
     base_rss, lateness, live_at = rss_mb(), [0.0], [0.0]
     done = anyio.Event()
 

@@ -23,7 +23,7 @@ Deliver = Callable[[list[Record]], Awaitable[None]]
 # Even with inotify, re-read now and then: a missed event (watch limit, NFS) only delays records.
 SAFETY_POLL = 1.0
 # About 2-10 ms of mapping and storing: the loop is never blocked for long.
-BATCH_BYTES = 256 << 10
+BATCH_BYTES = 128 << 10
 
 
 class TranscriptScanner:
