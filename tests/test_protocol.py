@@ -13,6 +13,7 @@ from happy_launcher.protocol import (
     EnvelopeFactory,
     SequentialIds,
     TextEv,
+    ToolCallStartEv,
     envelope_schema,
     looks_like_cuid2,
     parse_envelope,
@@ -136,6 +137,14 @@ def test_envelopes_the_factory_makes_validate(ev: dict[str, Any]) -> None:
 def test_an_envelope_is_serialised_once() -> None:
     e = EnvelopeFactory(Cuid2Ids()).agent(TextEv(text="a"), turn=CUID, time=1)
     assert e.to_json() is e.to_json()  # the store and the events file share the bytes
+
+
+def test_json_beyond_what_orjson_takes_falls_back_to_pydantic() -> None:
+    args = {"n": 2**70, "none": None}  # None inside arguments stays: only fields are omitted
+    ev = ToolCallStartEv(call="c", name="n", title="t", description="d", args=args)
+    e = EnvelopeFactory(Cuid2Ids()).agent(ev, turn=CUID, time=1)
+    assert Envelope.model_validate_json(e.to_json()) == e
+    assert b'"n":1180591620717411303424,"none":null' in e.to_json()
 
 
 def test_the_factory_refuses_a_time_before_1970() -> None:

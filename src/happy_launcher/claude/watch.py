@@ -138,24 +138,28 @@ class InotifyWatcher:
                 )
 
     async def wait(self, within: float) -> None:
-        if not self._drain() and not self._woken:
-            ready = self._registered()
-            if ready is not None:
-                if not ready.is_set():  # set: events came (and were drained) since the last wait
-                    assert self._loop is not None  # registered
-                    timer = self._loop.call_later(within, self._timed_out)
-                    try:
-                        await ready.wait()
-                    finally:
-                        timer.cancel()
-                ready.clear()
-            else:
-                with anyio.move_on_after(within) as self._scope:
-                    await anyio.wait_readable(self._fd)
-                self._scope = None
-                if not self._drain():
-                    self._unknown()
+        ready = self._registered()
+        if ready is None:
+            await self._wait_portably(within)
+        elif not self._woken and not ready.is_set():  # set: events came (drained) since the last wait
+            assert self._loop is not None  # registered with it
+            timer = self._loop.call_later(within, self._timed_out)
+            try:
+                await ready.wait()
+            finally:
+                timer.cancel()
+        if ready is not None:
+            ready.clear()
         self._woken = False
+
+    async def _wait_portably(self, within: float) -> None:
+        if self._woken or self._drain():
+            return
+        with anyio.move_on_after(within) as self._scope:
+            await anyio.wait_readable(self._fd)
+        self._scope = None
+        if not self._drain():
+            self._unknown()
 
     def wake(self) -> None:
         self._woken = True

@@ -38,7 +38,8 @@ class Checkpointer:
 
     def poke(self) -> None:
         """Something was committed: checkpoint soon (at most once per interval)."""
-        self._wanted.set()
+        if not self._wanted.is_set():  # the usual case between rounds: no lock taken
+            self._wanted.set()
 
     def wait_round(self, after: int, timeout: float) -> bool:
         """Block until more than `after` rounds have run (tests); False on timeout."""
