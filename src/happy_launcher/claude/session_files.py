@@ -87,6 +87,15 @@ class _MainFile:
     subagents: dict[str, _SubagentFile] = field(default_factory=dict)
     held: list[Record] = field(default_factory=list)  # waiting for a subagent's last records
     held_since: float | None = None
+    # Changes that can mean new or grown subagent files: the session directory, the subagents
+    # directory, anything in it (`os.fspath` strings, like the watcher's changes).
+    sub_dirs: tuple[str, ...] = ()
+    sub_prefix: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.subagents_dir is not None:
+            self.sub_dirs = (os.fspath(self.subagents_dir.parent), os.fspath(self.subagents_dir))
+            self.sub_prefix = self.sub_dirs[1] + os.sep
 
 
 def _is_final_answer(record: Record) -> bool:
@@ -102,13 +111,8 @@ def _untagged() -> str | None:
 
 
 def _touches_subagents(main: _MainFile, changed: Set[str]) -> bool:
-    """A change in the session's directory or its subagents directory: new or grown files."""
-    if main.subagents_dir is None:
-        return False
-    subagents = os.fspath(main.subagents_dir)
-    session = os.fspath(main.subagents_dir.parent)
-    inside = subagents + os.sep
-    return any(path.startswith(inside) or path in (session, subagents) for path in changed)
+    prefix, dirs = main.sub_prefix, main.sub_dirs
+    return prefix is not None and any(path.startswith(prefix) or path in dirs for path in changed)
 
 
 class SessionFiles:
