@@ -17,7 +17,7 @@ from pathlib import Path
 
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope, parse_envelope
-from happy_launcher.session.checkpoint import CHECKPOINT_INTERVAL
+from happy_launcher.session.checkpoint import CHECKPOINT_IDLE
 from happy_launcher.session.home import HOME_ENV, ensure_home
 from happy_launcher.session.procs import ProcessId
 from happy_launcher.session.store_conn import StoreConnection
@@ -33,6 +33,7 @@ from happy_launcher.session.store_db import (
 )
 
 DB_NAME = "sessions.db"
+_WAL_SIZE_LIMIT = 64 << 20
 _LOG = logging.getLogger("happy_launcher.store")
 
 
@@ -62,7 +63,7 @@ class SessionStore(StoreConnection):
 
     @classmethod
     def open(
-        cls, home: Path, *, busy_timeout: float = 5.0, checkpoint_interval: float = CHECKPOINT_INTERVAL
+        cls, home: Path, *, busy_timeout: float = 5.0, checkpoint_idle: float = CHECKPOINT_IDLE
     ) -> SessionStore:
         """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600."""
         path = ensure_home(home) / DB_NAME
@@ -72,7 +73,7 @@ class SessionStore(StoreConnection):
             conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise store_error(path, exc) from exc
-        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_interval=checkpoint_interval)
+        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle)
         try:
             store._setup()
         except BaseException:
@@ -88,6 +89,8 @@ class SessionStore(StoreConnection):
             self._wal = mode == "wal"
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint.py
+            # A WAL grown by a burst (a 100 MB history sent) shrinks back once checkpointed.
+            conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         # Only a migration takes the write lock, so opening never waits for a busy writer.
         if version != SCHEMA_VERSION:

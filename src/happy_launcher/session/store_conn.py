@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Self
 
 from happy_launcher.errors import StoreError
-from happy_launcher.session.checkpoint import CHECKPOINT_INTERVAL, Checkpointer
+from happy_launcher.session.checkpoint import CHECKPOINT_IDLE, Checkpointer
 from happy_launcher.session.store_db import store_error
 
 
@@ -24,13 +24,13 @@ class StoreConnection:
         path: Path,
         *,
         busy_timeout: float = 5.0,
-        checkpoint_interval: float = CHECKPOINT_INTERVAL,
+        checkpoint_idle: float = CHECKPOINT_IDLE,
     ) -> None:
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
         self.path = path
         self._busy_timeout = busy_timeout
-        self._checkpoint_interval = checkpoint_interval
+        self._checkpoint_idle = checkpoint_idle
         self._wal = False  # set once the journal mode is known: checkpoints are for WAL only
         self.checkpointer: Checkpointer | None = None  # started by the first write
         self._next_seq: dict[str, int] = {}  # per session, after this connection's last commit
@@ -83,7 +83,7 @@ class StoreConnection:
         if self._wal:
             if self.checkpointer is None:
                 self.checkpointer = Checkpointer(
-                    self.path, interval=self._checkpoint_interval, busy_timeout=self._busy_timeout
+                    self.path, idle=self._checkpoint_idle, busy_timeout=self._busy_timeout
                 )
             self.checkpointer.poke()
 
