@@ -315,3 +315,27 @@ def read_until(stream: BinaryIO, needle: bytes, timeout: float = 30) -> None:
             raise EOFError(f"the events pipe closed before an envelope with {needle!r}")
         if needle in line:
             return
+
+
+def test_resume_continue_and_fork_mirror_only_what_is_new(cenv: ClaudeEnv, home: Path) -> None:
+    """The session id is known without a hook: pre-assigned, resumed, forked (pre-assigned), or
+    for --continue the transcript that grows; a resumed session's history is not sent again."""
+
+    def happy(*args: str) -> tuple[str, list[str]]:
+        """(Claude session id, mirrored texts) of one run, the newest session in the store."""
+        done = run([HAPPY, "claude", "-p", *args], cenv, home)
+        assert done.returncode == 0 and done.stdout == f"Echo: {args[-1]}\n".encode(), done.stderr
+        with SessionStore.open(home) as store:
+            session = store.list_sessions()[0]
+            bodies = [orjson.loads(body) for _, body in store.raw_envelopes(session.id)]
+        assert session.claude_session_id is not None and session.status == "completed"
+        assert kinds(bodies) == ["text", "turn-start", "text", "turn-end:completed"]
+        return session.claude_session_id, [e["ev"]["text"] for e in bodies if e["ev"]["t"] == "text"]
+
+    first, texts = happy("first")
+    assert texts == ["first", "Echo: first"]
+    assert happy("--resume", first, "second") == (first, ["second", "Echo: second"])
+    assert happy("--continue", "third") == (first, ["third", "Echo: third"])
+    forked, texts = happy("--resume", first, "--fork-session", "fourth")
+    assert forked != first and texts == ["fourth", "Echo: fourth"]
+    assert cenv.transcript_path(forked).is_file()

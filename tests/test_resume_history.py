@@ -114,3 +114,18 @@ def test_project_snapshot_covers_every_session_and_absent_files(tmp_path: Path) 
     assert existing.covers(project / "new.jsonl")  # absent before the launch: all of it is new
     assert not existing.covers(tmp_path / "other" / "a.jsonl")
     assert ExistingFiles.of_project(tmp_path / "none").sizes == {}
+
+
+def test_the_picked_session_is_the_transcript_that_grows(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    history(project / "a.jsonl", 2)
+    history(project / "b.jsonl", 2)
+    existing = ExistingFiles.of_project(project)
+    assert existing.grown() is None  # nothing written since the snapshot
+    with (project / "b.jsonl").open("ab") as f:
+        f.write(b'{"type":"user"}\n')
+    assert existing.grown() == project / "b.jsonl"
+    assert ExistingFiles.of_sessions([project / "a.jsonl"]).grown() is None  # not a project snapshot
+    fresh = ExistingFiles.of_project(tmp_path / "empty")
+    history(tmp_path / "empty" / "c.jsonl", 1)  # a project that did not exist then
+    assert fresh.grown() == tmp_path / "empty" / "c.jsonl"

@@ -68,6 +68,24 @@ class ExistingFiles:
         main = main.absolute()
         return main in self.covered or main.parent == self.project
 
+    def grown(self) -> Path | None:
+        """The project's main transcript that has grown (or appeared) since the snapshot, the most
+        recently written first: the session Claude picked for `--continue` or `--resume <title>`
+        when no hook tells (headless runs). None while Claude has written nothing."""
+        if self.project is None:
+            return None
+        grown: list[tuple[float, Path]] = []
+        with suppress(OSError), os.scandir(self.project) as entries:
+            for entry in entries:
+                if not entry.name.endswith(_JSONL):
+                    continue
+                with suppress(OSError):
+                    st = entry.stat()
+                    path = Path(entry.path)
+                    if st.st_size > self.sizes.get(path, 0):
+                        grown.append((st.st_mtime, path))
+        return max(grown)[1] if grown else None
+
 
 def _add_size(sizes: dict[Path, int], path: Path) -> None:
     # Absent (or unreadable, which the reader reports): nothing of it is history.

@@ -75,6 +75,7 @@ class LocalTracker:
         self.scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
         self._hooks = LineTail(hook_events) if hook_events is not None else None
         self._replay_existing = cfg.args.options.replay_existing
+        self._picking = False  # waiting to learn which session Claude picked (no hook)
         self._follow_expected(launch)
         # What is alive now (modules, pydantic's schemas) lives as long as happy: out of the
         # cyclic GC's sight, so that a full collection while a large history streams takes a few
@@ -91,7 +92,10 @@ class LocalTracker:
         """Watch the transcript before Claude writes it, when its session id is known already."""
         expected = launch.expected_session_id
         if expected is None:
-            return  # bare --resume / --continue: Claude picks; the SessionStart hook tells us
+            # Bare --resume, --continue, a title: Claude picks. The SessionStart hook tells us;
+            # without one (headless), the transcript that grows does.
+            self._picking = self._hooks is None
+            return
         history = launch.mode != "fresh" and not self._replay_existing
         if launch.fork and launch.target is not None:
             # The fork's file starts with a copy of the original's records: seed their keys.
@@ -147,6 +151,8 @@ class LocalTracker:
             tg.start_soon(self.scanner.run, self._deliver)
             if self._hooks is not None:
                 tg.start_soon(self._watch_hooks, self._hooks)
+            if self._picking:
+                tg.start_soon(self._watch_picked)
 
     async def _deliver(self, batch: list[Record]) -> None:
         self.mirror.deliver(batch)
@@ -161,11 +167,35 @@ class LocalTracker:
         finally:
             watcher.close()
 
+    async def _watch_picked(self) -> None:
+        project = self._existing.project
+        watcher = make_watcher()
+        try:
+            while not self._find_picked():
+                if project is not None:
+                    watcher.watch({d for d in (project, project.parent) if d.is_dir()})
+                await watcher.wait(SAFETY_POLL)
+        finally:
+            watcher.close()
+
+    def _find_picked(self) -> bool:
+        """Follow the session Claude picked once its transcript grows; True once found."""
+        if not self._picking:
+            return True
+        path = self._existing.grown()
+        if path is None:
+            return False
+        self._picking = False
+        self._add(path, history=not self._replay_existing)
+        self._record_claude_session(path.stem, "resume", path)
+        return True
+
     def finish(self, child: ChildExit | None) -> None:
         """Claude is gone: read what is left, close what is open, end the session."""
         status = exit_status(child)
         try:
             self._read_hooks()  # a /clear just before exit names a file we must still read
+            self._find_picked()  # Claude may have picked and written in its last moments
             for batch in self.scanner.final_batches():
                 self.mirror.deliver(batch)
             self.mirror.close_turn(status)
