@@ -24,7 +24,7 @@ Role = Literal["user", "agent"]
 class Envelope(BaseModel):
     """One message of the flat session stream. Invalid envelopes cannot be constructed."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     __slots__ = ("_json",)  # to_json()'s bytes, made once (not a field: not compared or copied)
 
     id: str

@@ -10,7 +10,7 @@ TurnStatus = Literal["completed", "failed", "cancelled"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextEv(_Event):
