@@ -304,3 +304,14 @@ def fill_disk(store: SessionStore) -> None:
 def free_disk(store: SessionStore) -> None:
     assert store._conn is not None
     store._conn.execute("PRAGMA max_page_count = 1073741823")
+
+
+def test_an_inherited_events_fd_is_not_passed_on_to_claude() -> None:
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)  # as a shell's `3>file` leaves it
+    try:
+        open_events_output(f"fd:{write_end}")
+        assert not os.get_inheritable(write_end)  # Claude must not hold the reader's pipe open
+    finally:
+        os.close(read_end)
+        os.close(write_end)

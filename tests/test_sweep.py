@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds, StartEv, TextEv, TurnStartEv
-from happy_launcher.session.procs import ProcessId, is_alive, start_time, this_process
+from happy_launcher.session.procs import ProcessId, is_alive, running, start_time, this_process
 from happy_launcher.session.store import SessionStore
 from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
 
@@ -94,3 +94,23 @@ def test_run_dirs_of_dead_launchers_are_removed(tmp_path: Path) -> None:
     clean_run_dirs(run)
     assert sorted(p.name for p in run.iterdir()) == sorted([mine.name, "notes"])
     clean_run_dirs(tmp_path / "missing")  # nothing to do, no error
+
+
+def test_without_proc_the_kernel_says_which_pids_run(tmp_path: Path) -> None:
+    no_proc = tmp_path / "no-proc"
+    assert running(os.getpid(), no_proc) and not running(dead_pid(), no_proc)
+    assert is_alive(ProcessId(os.getpid(), 12345), no_proc)  # no start time to compare: the pid decides
+    assert not is_alive(ProcessId(dead_pid(), 12345), no_proc)
+
+
+def test_a_session_another_start_ended_first_is_not_closed_twice(store: SessionStore) -> None:
+    make = EnvelopeFactory(SequentialIds("env"))
+    store.create_session("gone", cwd="/w", started_at=1, owner=ProcessId(dead_pid(), 1))
+    store.append_envelopes("gone", [make.agent(TurnStartEv(), turn=TURN, time=1)])
+    stale = store.running_sessions()  # what a second happy, starting at the same time, read
+    assert end_dead_sessions(store, SequentialIds("new"), lambda: 5) == ["gone"]
+    assert stale == [("gone", stale[0][1])]
+    late = [make.agent(TurnStartEv(), turn=TURN, time=6)]
+    assert not store.end_abandoned("gone", late, ended_at=6, mapper_state=None)
+    assert kinds(store, "gone") == ["turn-start", "turn-end"]
+    assert [(s.status, s.ended_at) for s in store.list_sessions()] == [("failed", 5)]

@@ -19,4 +19,11 @@ def write_all(fd: int, data: bytes) -> None:
         try:
             view = view[os.write(fd, view) :]
         except BlockingIOError:
-            select.select([], [fd], [])
+            _wait_writable(fd)
+
+
+def _wait_writable(fd: int) -> None:
+    # poll, not select: select cannot wait on a descriptor numbered 1024 or above (`fd:N`).
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    poller.poll()

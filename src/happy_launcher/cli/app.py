@@ -29,7 +29,6 @@ def fail(error: HappyError) -> typer.Exit:
 def _show_version(value: bool) -> None:
     if not value:
         return
-    import os
     import subprocess
 
     from happy_launcher import __version__

@@ -7,7 +7,7 @@ Signals: before the spawn, the caller blocks the signals we relay (`block_signal
 lost between the spawn and the wait and none kills us with work unfinished; `wait_direct`
 then takes them one by one with `sigwaitinfo`. A signal the terminal sent to the whole
 foreground job (Ctrl-C) already reached Claude; one sent to us alone (`kill -TERM <happy>`) is
-passed on. Only `os` and `signal` are imported here: this runs before Claude is spawned.
+passed on. Only light modules are imported here: this runs before Claude is spawned.
 """
 
 from __future__ import annotations

@@ -56,4 +56,6 @@ def _inherited_fd(spec: str) -> EventsOutput:
         raise UsageError(f"--happy-events {spec}: fd {fd} is not open: {_HINT}") from None
     if flags & os.O_ACCMODE == os.O_RDONLY:
         raise UsageError(f"--happy-events {spec}: fd {fd} is open for reading only: {_HINT}")
+    # It is ours: Claude (and what it leaves running) must not hold the reader's pipe open.
+    os.set_inheritable(fd, False)
     return EventsOutput(fd, f"events {spec}", owned=False)

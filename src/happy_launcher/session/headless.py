@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
-from happy_launcher.local.direct import DirectExit, block_signals, spawn_direct, wait_direct
+from happy_launcher.local.direct import RELAYED, DirectExit, block_signals, spawn_direct, wait_direct
 from happy_launcher.local.launch import claude_argv, launch_plan
 from happy_launcher.session.config import LocalConfig
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from happy_launcher.local.pty_session import ChildExit
     from happy_launcher.session.tracking import Tracking
 
-# Signals sent to happy itself end the run the conventional way (128 + the signal), as they
-# would end `claude` run directly.
-_ENDING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+# Signals sent to happy itself (all relayed) end the run the conventional way, 128 + the signal,
+# as they would end `claude` run directly, and as in the TUI.
+_ENDING = RELAYED
 _MIRROR_NICENESS = 10
 
 

@@ -3,6 +3,7 @@ that pid, so that a recycled pid is never mistaken for the launcher that once ha
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,5 +39,19 @@ def is_alive(owner: ProcessId, proc: Path = _PROC) -> bool:
     """Whether the process `owner` names is still running (not merely its pid)."""
     now = start_time(owner.pid, proc)
     if now is None:
-        return False
+        return running(owner.pid, proc)
     return owner.start is None or owner.start == now
+
+
+def running(pid: int, proc: Path = _PROC) -> bool:
+    """Whether some process has this pid. Without /proc (some containers) ask the kernel: a
+    live launcher must never be taken for a dead one."""
+    if proc.is_dir():
+        return (proc / str(pid)).exists()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True

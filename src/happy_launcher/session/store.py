@@ -225,17 +225,27 @@ class SessionStore(StoreConnection):
             # first batch asks the database, which also checks that the session exists (sessions
             # are never deleted).
             first = self._next_seq.get(session_id) or session_next_seq(conn, "envelopes", session_id)
-            seqs = list(range(first, first + len(bodies)))
-            conn.executemany(
-                "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
-                [(session_id, seq, *body) for seq, body in zip(seqs, bodies, strict=True)],
-            )
-            # OR IGNORE: marking a key twice is harmless (a record re-read after a restart).
-            conn.executemany("INSERT OR IGNORE INTO processed_keys (session, key) VALUES (?, ?)", keys)
-            if mapper_state is not None:
-                update_session(conn, session_id, "mapper_state = ?", (mapper_state,))
+            seqs = _insert(conn, session_id, first, bodies, keys, mapper_state)
         self._next_seq[session_id] = first + len(bodies)  # committed
         return seqs
+
+    def end_abandoned(
+        self, session_id: str, closing: Sequence[Envelope], *, ended_at: int, mapper_state: str | None
+    ) -> bool:
+        """End a `running` session whose launcher is gone as `failed`, with the envelopes that
+        close what it left open, in one transaction; False (nothing written) when another start
+        of happy ended it first."""
+        bodies = [(env.id, env.time, env.to_json()) for env in closing]
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET status = 'failed', ended_at = ? WHERE id = ? AND status = 'running'",
+                (ended_at, session_id),
+            )
+            if cur.rowcount == 0:
+                return False
+            first = session_next_seq(conn, "envelopes", session_id)
+            _insert(conn, session_id, first, bodies, [], mapper_state)
+        return True
 
     def processed_keys(self, session_id: str) -> set[str]:
         with self._read() as conn:
@@ -294,3 +304,24 @@ class SessionStore(StoreConnection):
             )
             if cur.rowcount == 0:
                 raise StoreConflictError(f"no inbound message {seq} in session {session_id}")
+
+
+def _insert(
+    conn: sqlite3.Connection,
+    session_id: str,
+    first: int,
+    bodies: list[tuple[str, int, bytes]],
+    keys: list[tuple[str, str]],
+    mapper_state: str | None,
+) -> list[int]:
+    """Inside a write transaction: envelopes from seq `first`, processed keys, mapper state."""
+    seqs = list(range(first, first + len(bodies)))
+    conn.executemany(
+        "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
+        [(session_id, seq, *body) for seq, body in zip(seqs, bodies, strict=True)],
+    )
+    # OR IGNORE: marking a key twice is harmless (a record re-read after a restart).
+    conn.executemany("INSERT OR IGNORE INTO processed_keys (session, key) VALUES (?, ?)", keys)
+    if mapper_state is not None:
+        update_session(conn, session_id, "mapper_state = ?", (mapper_state,))
+    return seqs

@@ -23,7 +23,7 @@ from happy_launcher.protocol import (
     TurnEndEv,
     TurnStartEv,
 )
-from happy_launcher.session.procs import ProcessId, is_alive, start_time
+from happy_launcher.session.procs import ProcessId, is_alive, running
 from happy_launcher.session.store import SessionStore
 
 _log = logging.getLogger(__name__)
@@ -47,10 +47,9 @@ def end_dead_sessions(
             new_state: str | None = orjson.dumps(mapper.state.to_dict()).decode()
         else:
             closing, new_state = _close_from_envelopes(store, session_id, EnvelopeFactory(ids), now), None
-        store.append_envelopes(session_id, closing, mapper_state=new_state)
-        store.end_session(session_id, "failed", now)
-        _log.warning("session %s: its launcher is gone; ended as failed", session_id)
-        ended.append(session_id)
+        if store.end_abandoned(session_id, closing, ended_at=now, mapper_state=new_state):
+            _log.warning("session %s: its launcher is gone; ended as failed", session_id)
+            ended.append(session_id)
     return ended
 
 
@@ -93,5 +92,5 @@ def clean_run_dirs(run_dir: Path) -> None:
         return
     for entry in entries:
         pid, dash, _ = entry.name.partition("-")
-        if dash and pid.isdigit() and start_time(int(pid)) is None:
+        if dash and pid.isdigit() and not running(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
