@@ -25,8 +25,9 @@ import anyio
 import pexpect
 import pytest
 
+from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.passthrough import run_passthrough
-from happy_launcher.local.pty_session import ChildExit, PtySession
+from happy_launcher.local.pty_session import PtySession
 from happy_launcher.local.terminal import ModeTracker, terminal_size
 from tests.support.happy_tui import wait_pid_gone
 

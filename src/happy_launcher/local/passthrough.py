@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 import anyio
 import anyio.abc
 
+from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.job_control import JobControl, UserTerminal
-from happy_launcher.local.pty_session import ChildExit, PtySession
+from happy_launcher.local.pty_session import PtySession
 from happy_launcher.local.terminal import TerminalGuard, terminal_size
 
 _log = logging.getLogger(__name__)

@@ -19,7 +19,6 @@ import signal
 import sys
 import termios
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import anyio
 import anyio.abc
@@ -27,19 +26,13 @@ import anyio.from_thread
 import anyio.to_thread
 from ptyprocess import PtyProcess
 
+from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.pty_pump import ChildProcess, Inbox, Pump
 from happy_launcher.local.terminal import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
 _LEADER = str(pathlib.Path(__file__).with_name("pty_leader.py"))
 _DRAIN_TIMEOUT = 1.0  # pause_input(): longest wait for the pump to write out the child's output
-
-
-@dataclass(frozen=True)
-class ChildExit:
-    code: int  # shell-style: exit status, or 128+signal if killed by a signal
-    signal: int | None  # the signal that killed it, if any
-    stopped_by_us: bool  # True when we terminated it (stop()/signal forwarding of SIGTERM/SIGHUP)
 
 
 class PtySession:

@@ -23,11 +23,11 @@ from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.direct import RELAYED, DirectExit, block_signals, spawn_direct, wait_direct
+from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.launch import claude_argv, launch_plan
 from happy_launcher.session.config import LocalConfig
 
 if TYPE_CHECKING:
-    from happy_launcher.local.pty_session import ChildExit
     from happy_launcher.session.tracking import Tracking
 
 # Signals sent to happy itself (all relayed) end the run the conventional way, 128 + the signal,
@@ -87,8 +87,6 @@ def _exit_code(child: DirectExit) -> int:
 
 
 def _child_exit(child: DirectExit) -> ChildExit:
-    from happy_launcher.local.pty_session import ChildExit
-
     # Interrupted (Ctrl-C, or a signal to happy): the turn in progress ends cancelled.
     stopped = child.received is not None or child.interrupted
     return ChildExit(code=child.code, signal=child.signal, stopped_by_us=stopped)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
+from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import claude_argv, launch_plan
 from happy_launcher.local.passthrough import run_passthrough
-from happy_launcher.local.pty_session import ChildExit
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.home import run_dir
 from happy_launcher.session.tracking import TrackerFactory, Tracking

@@ -20,9 +20,9 @@ from happy_launcher.claude.scanner import SAFETY_POLL, TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.tail import LineTail
 from happy_launcher.claude.watch import make_watcher
+from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.hooks import HookEvent, parse_hook_line
 from happy_launcher.local.launch import Launch
-from happy_launcher.local.pty_session import ChildExit
 from happy_launcher.protocol import Clock, Cuid2Ids, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.home import run_dir

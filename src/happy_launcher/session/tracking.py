@@ -15,7 +15,7 @@ from happy_launcher.local.launch import Launch
 from happy_launcher.session.config import LocalConfig
 
 if TYPE_CHECKING:
-    from happy_launcher.local.pty_session import ChildExit
+    from happy_launcher.local.exits import ChildExit
     from happy_launcher.session.local_tracker import LocalTracker
 
 _log = logging.getLogger(__name__)
