@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from happy_launcher.protocol import (
@@ -164,3 +166,10 @@ def test_schema_describes_the_envelope() -> None:
     assert set(schema["required"]) == {"id", "time", "role", "ev"}
     assert schema["additionalProperties"] is False
     assert len(schema["properties"]["ev"]["oneOf"]) == 9
+
+
+@given(st.text(alphabet="abcxyz019-_A ", max_size=40))
+def test_id_shape_agrees_with_the_reference_cuid2(value: str) -> None:
+    from cuid2 import is_cuid
+
+    assert looks_like_cuid2(value) == is_cuid(value, min_length=2, max_length=32)
