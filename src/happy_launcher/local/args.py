@@ -42,9 +42,11 @@ HELP = """\
 Usage: happy claude [happy options] [claude options] [prompt]
 
 Runs Claude Code and mirrors the session. Every option below is happy's own; everything else goes to
-Claude unchanged (see `claude --help`).
+Claude unchanged (see `claude --help`). Without a terminal, or with -p, Claude runs on happy's own
+stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is still mirrored.
 
-  --happy-events PATH|-        write the session's envelopes as JSON lines to PATH (- = stdout)
+  --happy-events PATH|fd:N     also write the session's envelopes as JSON lines to PATH, or to file
+                               descriptor N (3 or more) that you opened: `--happy-events fd:3 3>ev.jsonl`
   --happy-home DIR             happy's state directory (default: $HAPPY_HOME_DIR or ~/.happy)
   --happy-replay-existing      when resuming, also emit the envelopes of what the session already holds
   --happy-enable-hooks         force hooks on (disableAllHooks: false) so session changes are followed even
@@ -99,7 +101,7 @@ _HAPPY_FLAGS = MappingProxyType({
 class HappyOptions:
     """happy's own options (``--happy-*``, ``--help``)."""
 
-    events: str | None = None  # --happy-events PATH|-  ("-" = stdout)
+    events: str | None = None  # --happy-events PATH|fd:N (checked when opened: session/events_output.py)
     home: Path | None = None  # --happy-home DIR
     replay_existing: bool = False  # --happy-replay-existing
     enable_hooks: bool = False  # --happy-enable-hooks: overlay sets disableAllHooks=false
