@@ -496,6 +496,17 @@ def test_background_subagent(
     assert store_envelopes(home, session.id) == events
 
 
+def first_turn_then(tui: HappyTui, home: Path, command: str) -> tuple[HappyTui, SessionInfo]:
+    """Ask "First question", wait for its turn to end, then enter the slash `command`."""
+    tui.wait_ready()
+    tui.submit("First question")
+    tui.wait_turn_end()
+    session = only_session(home)
+    tui.type(command)
+    tui.child.send("\r")
+    return tui, session
+
+
 # --------------------------------------------------------------------------------------------------
 # 4. /clear mid-session
 
@@ -507,14 +518,7 @@ def test_clear_follows_the_new_session(
     script.on(Reply([Text("First answer.")]), prompt="First question")
     script.on(Reply([Text("Second answer.")]), prompt="Second question")
     cenv = claude_env(tmp_path, fake)
-    tui = launch(cenv)
-    tui.wait_ready()
-    tui.submit("First question")
-    tui.wait_turn_end()
-    session = only_session(home)
-
-    tui.type("/clear")
-    tui.child.send("\r")
+    tui, session = first_turn_then(launch(cenv), home, "/clear")
     tui.wait(lambda: len(claude_sessions(home, session.id)) == 2, 20, "the SessionStart hook of /clear")
     tui.submit("Second question")
     tui.wait_events(has_text("Second answer."), 20, "the second answer")
@@ -556,13 +560,7 @@ def test_compact_summary_is_not_mirrored_as_a_prompt(
     summary = Reply([Text("<analysis>Short.</analysis>\n<summary>We talked.</summary>")])
     script.on(summary, prompt="Your task is to create a detailed summary of the conversation so far")
     cenv = claude_env(tmp_path, fake)
-    tui = launch(cenv)
-    tui.wait_ready()
-    tui.submit("First question")
-    tui.wait_turn_end()
-    session = only_session(home)
-    tui.type("/compact")
-    tui.child.send("\r")
+    tui, session = first_turn_then(launch(cenv), home, "/compact")
     tui.wait(lambda: has_compact_summary(cenv, session), 30, "the compact summary in the transcript")
     assert tui.exit() == 0
     events = tui.events()
