@@ -319,23 +319,30 @@ def read_until(stream: BinaryIO, needle: bytes, timeout: float = 30) -> None:
 
 def test_resume_continue_and_fork_mirror_only_what_is_new(cenv: ClaudeEnv, home: Path) -> None:
     """The session id is known without a hook: pre-assigned, resumed, forked (pre-assigned), or
-    for --continue the transcript that grows; a resumed session's history is not sent again."""
+    for --continue the transcript that grows. A resumed session continues its happy session
+    (same id, seqs go on) and its history is not sent again; a fork is a new happy session."""
+    sent: dict[str, int] = {}  # happy session id -> envelopes seen so far
 
-    def happy(*args: str) -> tuple[str, list[str]]:
-        """(Claude session id, mirrored texts) of one run, the newest session in the store."""
+    def happy(*args: str) -> tuple[str, str, list[str]]:
+        """(happy session id, Claude session id, texts mirrored by this run) of one run."""
         done = run([HAPPY, "claude", "-p", *args], cenv, home)
         assert done.returncode == 0 and done.stdout == f"Echo: {args[-1]}\n".encode(), done.stderr
         with SessionStore.open(home) as store:
-            session = store.list_sessions()[0]
-            bodies = [orjson.loads(body) for _, body in store.raw_envelopes(session.id)]
+            session = max(store.list_sessions(), key=lambda s: s.ended_at or 0)
+            rows = store.raw_envelopes(session.id, after_seq=sent.get(session.id, 0))
+        assert [seq for seq, _ in rows] == list(range(sent.get(session.id, 0) + 1, rows[-1][0] + 1))
+        sent[session.id] = rows[-1][0]
+        bodies = [orjson.loads(body) for _, body in rows]
         assert session.claude_session_id is not None and session.status == "completed"
         assert kinds(bodies) == ["text", "turn-start", "text", "turn-end:completed"]
-        return session.claude_session_id, [e["ev"]["text"] for e in bodies if e["ev"]["t"] == "text"]
+        texts = [e["ev"]["text"] for e in bodies if e["ev"]["t"] == "text"]
+        return session.id, session.claude_session_id, texts
 
-    first, texts = happy("first")
+    happy_id, first, texts = happy("first")
     assert texts == ["first", "Echo: first"]
-    assert happy("--resume", first, "second") == (first, ["second", "Echo: second"])
-    assert happy("--continue", "third") == (first, ["third", "Echo: third"])
-    forked, texts = happy("--resume", first, "--fork-session", "fourth")
+    assert happy("--resume", first, "second") == (happy_id, first, ["second", "Echo: second"])
+    assert happy("--continue", "third") == (happy_id, first, ["third", "Echo: third"])
+    fork_happy_id, forked, texts = happy("--resume", first, "--fork-session", "fourth")
     assert forked != first and texts == ["fourth", "Echo: fourth"]
+    assert fork_happy_id != happy_id
     assert cenv.transcript_path(forked).is_file()

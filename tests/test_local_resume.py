@@ -18,6 +18,7 @@ from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.local.args import parse_happy_claude_args
 from happy_launcher.local.launch import Launch
+from happy_launcher.session.core import Session
 from happy_launcher.session.home import ensure_home
 from happy_launcher.session.local import LocalConfig, run_local
 from happy_launcher.session.local_tracker import LocalTracker
@@ -124,10 +125,15 @@ async def test_resume_by_id_mirrors_what_claude_appends_before_the_history_is_in
     claude = stand_in(tmp_path, transcript, fifo, session_id, fire_hook=False)
 
     def slow_tracker(
-        cfg: LocalConfig, launch: Launch, hook_events: Path | None, *, existing: ExistingFiles
+        cfg: LocalConfig,
+        launch: Launch,
+        hook_events: Path | None,
+        *,
+        existing: ExistingFiles,
+        session: Session,
     ) -> LocalTracker:
         wait_for_fifo(fifo)  # the mirror starts only once Claude has appended everything
-        return LocalTracker(cfg, launch, hook_events, existing=existing)
+        return LocalTracker(cfg, launch, hook_events, existing=existing, session=session)
 
     cfg = config(tmp_path, ["--resume", session_id], claude, std_fds)
     code = await run_local(cfg, make_tracker=slow_tracker)

@@ -1,4 +1,4 @@
-"""Envelope sinks and the fan-out that keeps the session alive when one of them fails."""
+"""Envelope sinks and the commit point that keeps the session alive when one of them fails."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from happy_launcher.protocol import (
     TurnStartEv,
     parse_envelope,
 )
+from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.events_output import open_events_output
-from happy_launcher.session.sinks import FanOut, JsonLinesSink, MemorySink, StoreSink
+from happy_launcher.session.sinks import JsonLinesSink, MemorySink
 from happy_launcher.session.store import SessionStore
 
 TURN = "turn00000000000000000001"
@@ -54,15 +55,19 @@ def stored(store: SessionStore) -> list[Envelope]:
     return [env for _, env in store.envelopes("s1")]
 
 
-def test_store_sink_commits_envelopes_with_keys(store: SessionStore, factory: EnvelopeFactory) -> None:
-    sink = StoreSink(store, "s1")
+def test_commit_point_commits_envelopes_keys_and_mapper_state(
+    store: SessionStore, factory: EnvelopeFactory
+) -> None:
+    states = iter(["state-1", "state-2"])
+    commit = CommitPoint(store, "s1", state=lambda: next(states))
     sent = batch(factory, "a")
-    sink.write(sent, ["k1"])
-    sink.write([], ["k2"])  # records that map to nothing are still marked processed
-    sink.close()
+    commit.write(sent, ["k1"])
+    commit.write([], ["k2"])  # records that map to nothing are still marked processed
+    commit.close()
     assert stored(store) == sent
     assert store.processed_keys("s1") == {"k1", "k2"}
-    store.list_sessions()  # closing the sink left the store open
+    assert store.load_mapper_state("s1") == "state-2"  # in the same transaction as k2
+    store.list_sessions()  # closing the commit point left the store open
 
 
 def test_json_lines_file_appends_one_envelope_per_line(tmp_path: Path, factory: EnvelopeFactory) -> None:
@@ -165,80 +170,107 @@ def test_events_output_refuses_a_read_only_fd(tmp_path: Path) -> None:
         os.close(fd)
 
 
-def test_fanout_disables_a_failing_best_effort_sink(
-    factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
+class Seqs:
+    """A subscriber that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, str]] = []
+
+    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
+        self.seen += [(seq, env.id) for seq, env in zip(seqs, envelopes, strict=True)]
+
+
+def test_commit_point_disables_a_failing_best_effort_sink(
+    store: SessionStore, factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     good, bad = MemorySink("good"), MemorySink("bad")
-    fan = FanOut([bad, good])
+    commit = CommitPoint(store, "s1", [bad, good])
     bad.fail_with = OSError(28, "No space left on device")
     first, second = batch(factory, "a"), batch(factory, "b")
-    fan.write(first)
+    commit.write(first)
     bad.fail_with = None  # a disabled sink is not retried, even once it would work
-    fan.write(second)
+    commit.write(second)
     assert good.envelopes == first + second
     assert bad.envelopes == []
+    assert stored(store) == first + second
     assert records(caplog) == [
         "bad failed and is disabled for the rest of the session: [Errno 28] No space left on device"
     ]
-    assert fan.stats.disabled == ("bad",)
+    assert commit.stats.disabled == ("bad",)
+    assert commit.stats.failures == ("bad: No space left on device",)
 
 
-def test_fanout_writes_durable_sinks_first_and_keys_only_batches_only_to_them(
-    factory: EnvelopeFactory,
-) -> None:
-    order: list[str] = []
-
-    class Recording(MemorySink):
-        def write(self, envelopes: Sequence[Envelope], processed_keys: Sequence[str] = ()) -> None:
-            order.append(self.name)
-
-    fan = FanOut([Recording("file"), Recording("store", durable=True)])
-    fan.write(batch(factory, "a"), ["k1"])
-    fan.write([], ["k2"])
-    assert order == ["store", "file", "store"]
-
-
-def test_fanout_survives_disk_full_and_retries_the_backlog(
+def test_commit_point_passes_on_only_what_the_store_committed_in_seq_order(
     store: SessionStore, factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    mirror = MemorySink("events")
-    fan = FanOut([mirror, StoreSink(store, "s1")])
+    events, subscriber = MemorySink("events"), Seqs()
+    commit = CommitPoint(store, "s1", [events])
+    unsubscribe = commit.subscribe(subscriber)
     before, during, after = batch(factory, "a"), batch(factory, "x" * 20_000), batch(factory, "y")
-    fan.write(before, ["k1"])
+    commit.write(before, ["k1"])
     fill_disk(store)
-    fan.write(during, ["k2"])
-    fan.write(after, ["k3"])
-    assert mirror.envelopes == before + during + after  # the other sink kept working
+    commit.write(during, ["k2"])
+    commit.write(after, ["k3"])
+    # The store is down: nothing downstream may get ahead of it.
+    assert events.envelopes == before
+    assert [env_id for _, env_id in subscriber.seen] == [e.id for e in before]
     assert stored(store) == before
-    assert fan.stats.backlog == len(during) + len(after) + 2
+    assert commit.stats.backlog == len(during) + len(after) + 2
     failures = records(caplog)
     assert len(failures) == 1 and "store failed: the disk is full" in failures[0]
 
     free_disk(store)
-    fan.write([])  # an empty write retries the backlog
+    commit.write([])  # an empty write retries the backlog
     assert stored(store) == before + during + after
+    assert events.envelopes == before + during + after
+    assert subscriber.seen == [(seq, env.id) for seq, env in store.envelopes("s1")]
+    unsubscribe()
     last = batch(factory, "z")
-    fan.write(last, ["k4"])
+    commit.write(last, ["k4"])
     assert stored(store) == before + during + after + last
+    assert len(subscriber.seen) == len(before + during + after)  # unsubscribed
     assert store.processed_keys("s1") == {"k1", "k2", "k3", "k4"}
-    assert fan.stats.backlog == 0 and fan.stats.dropped == 0
+    assert commit.stats.backlog == 0 and commit.stats.dropped == 0
     assert records(caplog)[1:] == ["store recovered: 4 delayed envelopes written, 0 dropped so far"]
-    assert fan.stats.disabled == ()
 
 
-def test_fanout_backlog_is_bounded_and_counts_drops(
+class FlakyStore:
+    """A store fake: keeps batches, or raises `fail_with`."""
+
+    def __init__(self) -> None:
+        self.envelopes: list[Envelope] = []
+        self.keys: list[str] = []
+        self.fail_with: Exception | None = None
+
+    def append_envelopes(
+        self,
+        session_id: str,
+        envelopes: Sequence[Envelope],
+        processed_keys: Sequence[str] = (),
+        *,
+        mapper_state: str | None = None,
+    ) -> list[int]:
+        if self.fail_with is not None:
+            raise self.fail_with
+        first = len(self.envelopes) + 1
+        self.envelopes.extend(envelopes)
+        self.keys.extend(processed_keys)
+        return list(range(first, first + len(envelopes)))
+
+
+def test_commit_point_backlog_is_bounded_and_counts_drops(
     factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    durable = MemorySink("store", durable=True)
-    fan = FanOut([durable], backlog_limit=5)
+    durable = FlakyStore()
+    commit = CommitPoint(durable, "s1", backlog_limit=5)
     durable.fail_with = OSError(28, "No space left on device")
     first, second, third = batch(factory, "a"), batch(factory, "b"), batch(factory, "c")
-    fan.write(first, ["k1"])  # 3 items
-    fan.write(second, ["k2"])  # would make 6 > 5: dropped
-    fan.write(second, ["k2"])
-    assert fan.stats.dropped == 4
+    commit.write(first, ["k1"])  # 3 items
+    commit.write(second, ["k2"])  # would make 6 > 5: dropped
+    commit.write(second, ["k2"])
+    assert commit.stats.dropped == 4
     durable.fail_with = None
-    fan.write(third)
+    commit.write(third)
     assert durable.envelopes == first + third  # the backlog kept the oldest: a gap-free prefix
     assert durable.keys == ["k1"]
     assert records(caplog) == [
@@ -248,49 +280,53 @@ def test_fanout_backlog_is_bounded_and_counts_drops(
     ]
 
 
-def test_fanout_drops_a_batch_the_store_rejects_for_good(
+def test_commit_point_drops_a_batch_the_store_rejects_for_good(
     store: SessionStore, factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fan = FanOut([StoreSink(store, "s1")])
+    events = MemorySink("events")
+    commit = CommitPoint(store, "s1", [events])
     first = batch(factory, "a")
-    fan.write(first)
-    fan.write(first)  # same ids again: a conflict, retrying cannot help
+    commit.write(first)
+    commit.write(first)  # same ids again: a conflict, retrying cannot help
     later = batch(factory, "b")
-    fan.write(later)
+    commit.write(later)
     assert stored(store) == first + later
-    assert fan.stats.dropped == len(first)
+    assert events.envelopes == first + later  # the rejected batch went nowhere
+    assert commit.stats.dropped == len(first)
     assert any("store rejected 2 envelopes, dropped" in m for m in records(caplog))
 
 
-def test_fanout_close_retries_then_reports_losses_and_never_raises(
+def test_commit_point_close_retries_then_reports_losses_and_never_raises(
     factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    durable, other = MemorySink("store", durable=True), MemorySink("events")
-    fan = FanOut([durable, other])
+    durable, other = FlakyStore(), MemorySink("events")
+    commit = CommitPoint(durable, "s1", [other])
     durable.fail_with = StoreConflictError("x")
-    fan.write(batch(factory, "a"))
+    commit.write(batch(factory, "a"))
     durable.fail_with = OSError(5, "Input/output error")
-    fan.write(batch(factory, "b"))
+    commit.write(batch(factory, "b"))
 
     def broken_close() -> None:
         raise OSError(9, "Bad file descriptor")
 
     other.close = broken_close  # type: ignore[method-assign]
-    fan.close()
-    fan.close()
-    fan.write(batch(factory, "c"))
-    assert fan.stats.dropped == 4
-    assert durable.closed
+    commit.close()
+    commit.close()
+    commit.write(batch(factory, "c"))
+    assert commit.stats.dropped == 4
+    assert other.envelopes == []
     messages = records(caplog)
     assert "store: 2 envelopes could not be written and are lost" in messages
     assert "events: closing failed: [Errno 9] Bad file descriptor" in messages
-    assert messages[-1] == "envelopes written after the sinks were closed (a bug in happy): dropped"
+    assert messages[-1] == "envelopes written after the session was closed (a bug in happy): dropped"
 
 
-def test_fanout_uses_the_given_logger(factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture) -> None:
+def test_commit_point_uses_the_given_logger(
+    store: SessionStore, factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
+) -> None:
     bad = MemorySink("bad")
     bad.fail_with = ValueError("boom")
-    FanOut([bad], logging.getLogger("custom")).write(batch(factory, "a"))
+    CommitPoint(store, "s1", [bad], log=logging.getLogger("custom")).write(batch(factory, "a"))
     assert [(r.name, r.levelno) for r in caplog.records] == [("custom", logging.ERROR)]
 
 

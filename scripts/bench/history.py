@@ -31,16 +31,12 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import make_watcher
-from happy_launcher.protocol import Cuid2Ids, wall_clock_ms
+from happy_launcher.session.core import Session
 from happy_launcher.session.events_output import open_events_output
-from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.sinks import FanOut, JsonLinesSink, StoreSink
-from happy_launcher.session.store import SessionStore
 from scripts.bench.corpus import build
 from scripts.bench.records import assistant_line
 
@@ -59,11 +55,9 @@ def current_rss_mb() -> float:
 
 async def child(transcript: Path, home: Path, history_size: int) -> dict[str, float]:
     """`history_size`: bytes of history not to send (0: send it all)."""
-    store = SessionStore.open(home)
-    store.create_session("bench", cwd="/", started_at=wall_clock_ms())
     events = open_events_output(str(home / "events.jsonl"))
-    sink = FanOut([StoreSink(store, "bench"), JsonLinesSink(events)])
-    mirror = Mirror(Mapper(Cuid2Ids()), sink, wall_clock_ms)
+    session = Session(home, Path("/"), events=events)  # the real commit point: store, then events
+    mirror = session.mirror
     files = SessionFiles(clock=time.monotonic)
     known = {transcript: history_size} if history_size else {}
     watcher = make_watcher()
@@ -94,8 +88,7 @@ async def child(transcript: Path, home: Path, history_size: int) -> dict[str, fl
         with anyio.fail_after(600):
             await done.wait()
         tg.cancel_scope.cancel()
-    sink.close()
-    store.close()
+    session.close()
     watcher.close()
     return {
         "seconds": live_at[0] - start,

@@ -24,15 +24,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import InotifyWatcher, make_watcher
-from happy_launcher.protocol import Cuid2Ids, wall_clock_ms
-from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.sinks import StoreSink
-from happy_launcher.session.store import SessionStore
+from happy_launcher.session.core import Session
 from scripts.bench.corpus import build
 from scripts.bench.records import assistant_line
 
@@ -53,10 +49,8 @@ async def measure(
     transcript: Path, known: int, home: Path, count: int, gap: float
 ) -> tuple[list[float], float]:
     """(latencies in ms, scanner-process CPU seconds per record)."""
-    store = SessionStore.open(home)
-    store.create_session("bench", cwd="/", started_at=wall_clock_ms())
-    ids = Cuid2Ids()
-    mirror = Mirror(Mapper(ids), StoreSink(store, "bench"), wall_clock_ms)
+    session = Session(home, Path("/"))  # the real commit point (envelopes, keys, mapper state)
+    mirror = session.mirror
     committed: dict[str, int] = {}
     done = anyio.Event()
 
@@ -88,7 +82,7 @@ async def measure(
         tg.cancel_scope.cancel()
     proc.join()
     watcher.close()
-    store.close()
+    session.close()
     return latencies_ms(stamps, committed), cpu / count
 
 

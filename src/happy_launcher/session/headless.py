@@ -23,11 +23,11 @@ from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.direct import RELAYED, DirectExit, block_signals, spawn_direct, wait_direct
-from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.launch import claude_argv, launch_plan
 from happy_launcher.session.config import LocalConfig
 
 if TYPE_CHECKING:
+    from happy_launcher.session.launcher import LauncherExit
     from happy_launcher.session.tracking import Tracking
 
 # Signals sent to happy itself (all relayed) end the run the conventional way, 128 + the signal,
@@ -57,16 +57,20 @@ def run_headless(cfg: LocalConfig) -> int:
 
     import anyio  # heavy from here on: Claude is already running
 
+    from happy_launcher.session.launcher import SessionRef
     from happy_launcher.session.logfile import log_to
+    from happy_launcher.session.loop import end_session
     from happy_launcher.session.tracking import Tracking
 
     log_to(cfg.home)
-    tracking = Tracking(cfg, launch, hook_events=None, existing=existing)
+    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
+    tracking = Tracking(cfg, ref, launch, hook_events=None, existing=existing)
     outcome: list[DirectExit] = []
     try:
         anyio.run(_mirror_until_exit, tracking, pid, outcome)
     finally:
-        tracking.finish(_child_exit(outcome[0]) if outcome else None)
+        tracking.finish()
+        end_session(ref, _launcher_exit(outcome[0]) if outcome else None, launcher_failure=tracking.failure)
     return _exit_code(outcome[0])
 
 
@@ -86,7 +90,9 @@ def _exit_code(child: DirectExit) -> int:
     return child.code
 
 
-def _child_exit(child: DirectExit) -> ChildExit:
+def _launcher_exit(child: DirectExit) -> LauncherExit:
+    from happy_launcher.session.launcher import LauncherExit
+
     # Interrupted (Ctrl-C, or a signal to happy): the turn in progress ends cancelled.
     stopped = child.received is not None or child.interrupted
-    return ChildExit(code=child.code, signal=child.signal, stopped_by_us=stopped)
+    return LauncherExit("exited", code=child.code, stopped_by_us=stopped)

@@ -1,53 +1,35 @@
 """What local mode does beside the running Claude: follow its session ids (SessionStart hook),
-tail its transcripts, and mirror them to the store and the events file."""
+tail its transcripts, and deliver their records to the run's session."""
 
 from __future__ import annotations
 
 import gc
-import logging
-import os
 import time
 from pathlib import Path
 
 import anyio
-import orjson
 
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import SAFETY_POLL, TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.tail import LineTail
 from happy_launcher.claude.watch import make_watcher
-from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.hooks import HookEvent, parse_hook_line
 from happy_launcher.local.launch import Launch
-from happy_launcher.protocol import Clock, Cuid2Ids, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.home import run_dir
-from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.procs import this_process
-from happy_launcher.session.sinks import EnvelopeSink, FanOut, JsonLinesSink, StoreSink
-from happy_launcher.session.store import SessionStore
-from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
+from happy_launcher.session.core import Session
 
-_log = logging.getLogger(__name__)
 # SessionStart sources whose transcript already holds history that was mirrored before (or
 # that the user did not ask to see again): mark it processed instead of re-sending it.
 _HISTORY_SOURCES = frozenset({"resume", "fork"})
 
 
-def exit_status(child: ChildExit | None) -> TurnStatus:
-    """Design §3: killed by us -> cancelled; exit 0 -> completed; else (or no launch) -> failed."""
-    if child is None:
-        return "failed"
-    if child.stopped_by_us:
-        return "cancelled"
-    return "completed" if child.code == 0 else "failed"
-
-
 class LocalTracker:
+    """Follows a local Claude's session ids (SessionStart hook, or the transcript that grows)
+    and tails its transcripts into the run's session, whose mirror does the rest."""
+
     def __init__(
         self,
         cfg: LocalConfig,
@@ -55,22 +37,11 @@ class LocalTracker:
         hook_events: Path | None,
         *,
         existing: ExistingFiles,
-        clock: Clock = wall_clock_ms,
-        ids: IdFactory | None = None,
+        session: Session,
     ) -> None:
         self._cfg = cfg
         self._existing = existing  # taken before Claude was spawned
-        self._clock = clock
-        ids = ids if ids is not None else Cuid2Ids()
-        if cfg.home is None:
-            raise ValueError("a run without a happy home is not mirrored")
-        self.store = SessionStore.open(cfg.home)
-        _sweep(self.store, run_dir(cfg.home), ids, clock)
-        self.session_id = ids()
-        owner = this_process(os.getpid())
-        self.store.create_session(self.session_id, cwd=str(cfg.cwd), started_at=clock(), owner=owner)
-        self.sink = FanOut(self._sinks())
-        self.mirror = Mirror(Mapper(ids), self.sink, clock)
+        self._session = session
         self._watcher = make_watcher()
         self.scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
         self._hooks = LineTail(hook_events) if hook_events is not None else None
@@ -81,12 +52,6 @@ class LocalTracker:
         # cyclic GC's sight, so that a full collection while a large history streams takes a few
         # ms instead of 20-70 ms of a blocked event loop (issue 7 §2).
         gc.freeze()
-
-    def _sinks(self) -> list[EnvelopeSink]:
-        sinks: list[EnvelopeSink] = [StoreSink(self.store, self.session_id)]
-        if self._cfg.events is not None:
-            sinks.append(JsonLinesSink(self._cfg.events))
-        return sinks
 
     def _follow_expected(self, launch: Launch) -> None:
         """Watch the transcript before Claude writes it, when its session id is known already."""
@@ -128,13 +93,7 @@ class LocalTracker:
         self._record_claude_session(event.session_id, event.source or "unknown", path)
 
     def _record_claude_session(self, claude_session_id: str, source: str, path: Path) -> None:
-        self.store.record_claude_session(
-            self.session_id,
-            claude_session_id,
-            source=source,
-            seen_at=self._clock(),
-            transcript_path=str(path),
-        )
+        self._session.set_claude_session(claude_session_id, source, path)
 
     def _read_hooks(self) -> None:
         if self._hooks is None:
@@ -155,7 +114,7 @@ class LocalTracker:
                 tg.start_soon(self._watch_picked)
 
     async def _deliver(self, batch: list[Record]) -> None:
-        self.mirror.deliver(batch)
+        self._session.deliver(batch)
 
     async def _watch_hooks(self, hooks: LineTail) -> None:
         watcher = make_watcher()
@@ -190,31 +149,12 @@ class LocalTracker:
         self._record_claude_session(path.stem, "resume", path)
         return True
 
-    def finish(self, child: ChildExit | None) -> None:
-        """Claude is gone: read what is left, close what is open, end the session."""
-        status = exit_status(child)
+    def finish(self) -> None:
+        """Claude is gone: read what is left (the session is ended by its owner)."""
         try:
             self._read_hooks()  # a /clear just before exit names a file we must still read
             self._find_picked()  # Claude may have picked and written in its last moments
             for batch in self.scanner.final_batches():
-                self.mirror.deliver(batch)
-            self.mirror.close_turn(status)
-            self.store.save_mapper_state(self.session_id, _state_json(self.mirror.mapper))
-            self.store.end_session(self.session_id, status, self._clock())
+                self._session.deliver(batch)
         finally:
-            self.sink.close()
-            self.store.close()
             self._watcher.close()
-
-
-def _sweep(store: SessionStore, run: Path, ids: IdFactory, clock: Clock) -> None:
-    """End what dead launchers left behind; a failure here must not stop this session's mirror."""
-    try:
-        end_dead_sessions(store, ids, clock)
-        clean_run_dirs(run)
-    except Exception:
-        _log.exception("could not end the sessions of dead launchers")
-
-
-def _state_json(mapper: Mapper) -> str:
-    return orjson.dumps(mapper.state.to_dict()).decode()

@@ -6,7 +6,7 @@ and the dedupe keys (design §5); `happy replay` runs the same loop over a finis
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record, record_key
@@ -22,23 +22,32 @@ class Mirror:
     None, each record's own `timestamp` (replay), or the last one seen for records without.
     """
 
-    def __init__(self, mapper: Mapper, sink: EnvelopeSink, clock: Clock | None) -> None:
+    def __init__(
+        self, mapper: Mapper, sink: EnvelopeSink, clock: Clock | None, *, seen: set[str] | None = None
+    ) -> None:
         self.mapper = mapper
         self._sink = sink
         self._clock = clock
         self._record_time = 0  # replay: the last record timestamp seen
+        # Keys of the records mapped so far, when records may arrive more than once (two feeds,
+        # a continued session): the first arrival wins, later copies are skipped.
+        self._seen = seen
 
     def deliver(self, records: Iterable[Record]) -> list[Envelope]:
         """Map records and write their envelopes together with their dedupe keys."""
         envelopes: list[Envelope] = []
         keys: list[str] = []
-        feed, clock = self.mapper.feed, self._clock
+        feed, clock, seen = self.mapper.feed, self._clock, self._seen
         now = clock() if clock is not None else self._record_time
         for record in records:
+            key = record_key(record)
+            if key is not None and seen is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
             if clock is None and (stamp := record.timestamp_ms) is not None:
                 now = stamp
             envelopes += feed(record, now)
-            key = record_key(record)
             if key is not None:
                 keys.append(key)
         if clock is None:
@@ -54,6 +63,10 @@ class Mirror:
     def finish(self) -> list[Envelope]:
         """The transcript is finished (replay): close what is open by the rule of design §2."""
         return self._write(self.mapper.finish(self._now()))
+
+    def write(self, envelopes: Sequence[Envelope]) -> None:
+        """Write envelopes made outside `deliver` (e.g. by the mapper for a prompt sent remotely)."""
+        self._write(list(envelopes))
 
     def _now(self) -> int:
         return self._clock() if self._clock is not None else self._record_time

@@ -129,6 +129,17 @@ class SessionStore(StoreConnection):
                 (session_id, cwd, started_at, status, pid, start),
             )
 
+    def reopen_session(self, session_id: str, *, owner: ProcessId | None = None) -> None:
+        """Continue an ended session (`happy claude --resume`): running again, under `owner`."""
+        pid, start = (owner.pid, owner.start) if owner is not None else (None, None)
+        with self._write() as conn:
+            update_session(
+                conn,
+                session_id,
+                "status = 'running', ended_at = NULL, pid = ?, pid_start = ?",
+                (pid, start),
+            )
+
     def running_sessions(self) -> list[tuple[str, ProcessId | None]]:
         """(id, launcher process) of every session marked running."""
         with self._read() as conn:

@@ -4,7 +4,6 @@ ever stopping Claude."""
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -13,9 +12,10 @@ import anyio
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.local.launch import Launch
 from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.launcher import SessionRef
 
 if TYPE_CHECKING:
-    from happy_launcher.local.exits import ChildExit
+    from happy_launcher.session.core import Session
     from happy_launcher.session.local_tracker import LocalTracker
 
 _log = logging.getLogger(__name__)
@@ -23,22 +23,29 @@ _log = logging.getLogger(__name__)
 
 class TrackerFactory(Protocol):
     def __call__(
-        self, cfg: LocalConfig, launch: Launch, hook_events: Path | None, /, *, existing: ExistingFiles
+        self,
+        cfg: LocalConfig,
+        launch: Launch,
+        hook_events: Path | None,
+        /,
+        *,
+        existing: ExistingFiles,
+        session: Session,
     ) -> LocalTracker: ...
 
 
 def _local_tracker(
-    cfg: LocalConfig, launch: Launch, hook_events: Path | None, *, existing: ExistingFiles
+    cfg: LocalConfig, launch: Launch, hook_events: Path | None, *, existing: ExistingFiles, session: Session
 ) -> LocalTracker:
     from happy_launcher.session.local_tracker import LocalTracker  # heavy: after the spawn
 
-    return LocalTracker(cfg, launch, hook_events, existing=existing)
+    return LocalTracker(cfg, launch, hook_events, existing=existing, session=session)
 
 
 class Tracking:
-    """The tracker, made on first need: beside the running child, or at the end if the child
-    was already gone by then. Its failures are contained: mirroring may stop, but the user's
-    Claude session never does; the failure is reported once Claude has exited.
+    """The session and its tracker, made on first need: beside the running child, or at the end
+    if the child was already gone by then. Their failures are contained: mirroring may stop,
+    but the user's Claude session never does; the failure is reported once Claude has exited.
 
     `hook_events` is the file our SessionStart hook appends to (None: no hook was installed).
     `existing`: the transcripts as they were before Claude was spawned. `make` makes the tracker
@@ -47,6 +54,7 @@ class Tracking:
     def __init__(
         self,
         cfg: LocalConfig,
+        ref: SessionRef,
         launch: Launch,
         hook_events: Path | None,
         *,
@@ -54,6 +62,7 @@ class Tracking:
         make: TrackerFactory | None = None,
     ) -> None:
         self._args = (cfg, launch, hook_events)
+        self._ref = ref
         self._existing = existing
         self._make = make if make is not None else _local_tracker
         self._tracker: LocalTracker | None = None
@@ -61,7 +70,8 @@ class Tracking:
 
     def _get(self) -> LocalTracker:
         if self._tracker is None:
-            self._tracker = self._make(*self._args, existing=self._existing)
+            session = self._ref.get()
+            self._tracker = self._make(*self._args, existing=self._existing, session=session)
         return self._tracker
 
     async def run(self) -> None:
@@ -71,17 +81,13 @@ class Tracking:
             self._failed(exc)
             await anyio.sleep_forever()  # Claude goes on; it is reported when Claude exits
 
-    def finish(self, child: ChildExit | None) -> None:
+    def finish(self) -> None:
+        """Claude is gone: the last reads (the session loop then ends the session)."""
         if self._tracker is not None or self.failure is None:  # close what it can, even after a failure
             try:
-                self._get().finish(child)
+                self._get().finish()
             except Exception as exc:
                 self._failed(exc)
-        if self._tracker is not None:
-            for failure in self._tracker.sink.stats.failures:  # e.g. the events file's disk is full
-                sys.stderr.write(f"happy: {failure}: envelopes from then on were not written there\n")
-        if self.failure is not None:
-            sys.stderr.write(f"happy: mirroring this session failed: {self.failure} (details in happy.log)\n")
 
     def _failed(self, exc: Exception) -> None:
         _log.error("mirroring failed", exc_info=exc)

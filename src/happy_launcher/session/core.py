@@ -1,0 +1,190 @@
+"""The happy session: one per `happy claude` run, shared by every launcher that drives Claude
+during the run (design §5). It owns the store, the happy session id, the current Claude session
+id, and the one mirror whose mapper state and dedupe keys carry over from launcher to launcher
+and, through the store, from run to run: `happy claude --resume S` continues the happy session
+that last held Claude session S instead of starting a new one.
+
+The session is bound to its store row lazily, when the first Claude session id is known or the
+first envelope is written, because only then is it known whether this run continues an earlier
+happy session (`--continue`, `--resume <title>`: Claude picks the session, and says which).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Self
+
+import orjson
+
+from happy_launcher.claude.mapper import Mapper
+from happy_launcher.claude.mapper_state import MapperState
+from happy_launcher.claude.records import Record
+from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnStatus, wall_clock_ms
+from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
+from happy_launcher.session.events_output import EventsOutput
+from happy_launcher.session.home import run_dir
+from happy_launcher.session.mirror import Mirror
+from happy_launcher.session.procs import is_alive, this_process
+from happy_launcher.session.sinks import EnvelopeSink, JsonLinesSink
+from happy_launcher.session.store import SessionInfo, SessionStore
+from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
+
+_log = logging.getLogger(__name__)
+# How Claude came to a session id: these continue a conversation that may have a happy session.
+_CONTINUING = frozenset({"resume", "continue"})
+
+
+class Session:
+    """One happy session. Use as a context manager, or call `close()`; `end(status)` ends it
+    (the launchers only end themselves)."""
+
+    def __init__(
+        self,
+        home: Path,
+        cwd: Path,
+        *,
+        events: EventsOutput | None = None,
+        clock: Clock = wall_clock_ms,
+        ids: IdFactory | None = None,
+    ) -> None:
+        self._cwd = cwd
+        self._clock = clock
+        self._ids = ids if ids is not None else Cuid2Ids()
+        self.store = SessionStore.open(home)
+        self._events = events
+        self._sweep(home)
+        self.id: str | None = None  # the happy session id, once bound
+        self.claude_session_id: str | None = None
+        self.continued = False  # this run continues an earlier happy session
+        self._mirror: Mirror | None = None
+        self._commit: CommitPoint | None = None
+        self._subscribers: list[Subscriber] = []
+        self._ended = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if not self._ended:
+            self.end("failed" if exc_type is not None else "completed")
+        self.close()
+
+    # --- binding ------------------------------------------------------------------------------
+
+    @property
+    def mirror(self) -> Mirror:
+        if self._mirror is None:
+            self._bind(None)
+        assert self._mirror is not None
+        return self._mirror
+
+    @property
+    def stats(self) -> CommitStats | None:
+        return None if self._commit is None else self._commit.stats
+
+    def set_claude_session(self, claude_session_id: str, source: str, transcript: Path | None) -> None:
+        """Claude runs on `claude_session_id` now (`source`: startup, resume, fork, clear, …)."""
+        if self.id is None:
+            earlier = self.store.latest_session_for_claude_id(claude_session_id)
+            self._bind(earlier if source in _CONTINUING else None)
+        assert self.id is not None
+        self.claude_session_id = claude_session_id
+        self.store.record_claude_session(
+            self.id,
+            claude_session_id,
+            source=source,
+            seen_at=self._clock(),
+            transcript_path=None if transcript is None else str(transcript),
+        )
+
+    def _bind(self, earlier: SessionInfo | None) -> None:
+        owner = this_process(os.getpid())
+        state: MapperState | None = None
+        seen: set[str] = set()
+        if earlier is not None and self._adoptable(earlier):
+            self.id = earlier.id
+            self.continued = True
+            saved = self.store.load_mapper_state(earlier.id)
+            state = MapperState.from_dict(orjson.loads(saved)) if saved is not None else None
+            seen = self.store.processed_keys(earlier.id)
+            self.store.reopen_session(earlier.id, owner=owner)
+        else:
+            self.id = self._ids()
+            self.store.create_session(self.id, cwd=str(self._cwd), started_at=self._clock(), owner=owner)
+        mapper = Mapper(self._ids, state)
+        self._commit = CommitPoint(self.store, self.id, self._sinks(), state=_state_of(mapper))
+        for subscriber in self._subscribers:
+            self._commit.subscribe(subscriber)
+        self._mirror = Mirror(mapper, self._commit, self._clock, seen=seen)
+
+    def _adoptable(self, earlier: SessionInfo) -> bool:
+        if earlier.status != "running":
+            return True
+        # Its launcher still runs (the sweep ended the dead ones): that one owns it.
+        owners = dict(self.store.running_sessions())
+        owner = owners.get(earlier.id)
+        if owner is not None and is_alive(owner):
+            _log.warning("session %s is still running in another happy: starting a new one", earlier.id)
+            return False
+        return True
+
+    def _sinks(self) -> list[EnvelopeSink]:
+        return [] if self._events is None else [JsonLinesSink(self._events)]
+
+    def _sweep(self, home: Path) -> None:
+        """End what dead launchers left behind; a failure here must not stop this session."""
+        try:
+            end_dead_sessions(self.store, self._ids, self._clock)
+            clean_run_dirs(run_dir(home))
+        except Exception:
+            _log.exception("could not end the sessions of dead launchers")
+
+    # --- the commit point ---------------------------------------------------------------------
+
+    def deliver(self, records: Iterable[Record]) -> list[Envelope]:
+        """Map records (those already processed are skipped) and commit their envelopes."""
+        return self.mirror.deliver(records)
+
+    def emit(self, envelopes: Sequence[Envelope]) -> None:
+        """Commit envelopes made outside the mapper's record feed (e.g. a prompt sent remotely)."""
+        self.mirror.write(envelopes)
+
+    def close_turn(self, status: TurnStatus) -> list[Envelope]:
+        return self.mirror.close_turn(status)
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Be told of every envelope committed from now on, with its seq."""
+        self._subscribers.append(subscriber)
+        unsubscribe = self._commit.subscribe(subscriber) if self._commit is not None else None
+
+        def remove() -> None:
+            self._subscribers.remove(subscriber)
+            if unsubscribe is not None:
+                unsubscribe()
+
+        return remove
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def end(self, status: TurnStatus) -> None:
+        """End the session: what is open is closed with `status`, and the session ends so."""
+        if self._ended:
+            return
+        self._ended = True
+        self.mirror.close_turn(status)
+        assert self.id is not None
+        self.store.end_session(self.id, status, self._clock())
+
+    def close(self) -> None:
+        try:
+            if self._commit is not None:
+                self._commit.close()
+        finally:
+            self.store.close()
+
+
+def _state_of(mapper: Mapper) -> Callable[[], str]:
+    return lambda: orjson.dumps(mapper.state.to_dict()).decode()

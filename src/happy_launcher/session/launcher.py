@@ -1,0 +1,98 @@
+"""What every launcher (local: Claude's TUI under our PTY or on our stdio; remote: Claude through
+the Agent SDK) shares with the session loop: the session it drives and how it ended.
+
+"The launcher ended" and "the session ended" are different steps: a launcher says why it
+stopped (`LauncherExit`), and the loop decides whether the session goes on with another
+launcher (a switch) or ends, and with which status. Light to import: the local launcher spawns
+Claude before the session's store, mapper and sinks are loaded (`SessionRef`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from happy_launcher.session.events_output import EventsOutput
+
+if TYPE_CHECKING:
+    from happy_launcher.protocol import TurnStatus
+    from happy_launcher.session.core import Session
+
+_log = logging.getLogger(__name__)
+
+ExitReason = Literal["exited", "switch", "aborted", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class LauncherExit:
+    """Why a launcher stopped: Claude `exited` with `code` (a signal: 128 + it), a `switch` to
+    the other launcher was asked for, the user `aborted` (Ctrl-C twice, a signal to happy), or
+    an `error` (`message` says which)."""
+
+    reason: ExitReason
+    code: int = 0
+    message: str | None = None
+    stopped_by_us: bool = False  # Claude was interrupted or killed by us / the user's signal
+
+    @property
+    def status(self) -> TurnStatus:
+        """How the session's open turn ends when the session ends here (design §3)."""
+        if self.reason == "aborted" or self.stopped_by_us:
+            return "cancelled"
+        if self.reason == "error":
+            return "failed"
+        return "completed" if self.code == 0 else "failed"
+
+
+class SessionRef:
+    """The run's session, opened on first `get()` (after Claude is spawned, in local mode) and
+    then the same object for every launcher of the run. A failure to open it is kept (and
+    raised again by the next `get()`): the caller decides whether Claude goes on unmirrored."""
+
+    def __init__(self, home: Path, cwd: Path, *, events: EventsOutput | None = None) -> None:
+        self.home = home
+        self.cwd = cwd
+        self.events = events
+        self._session: Session | None = None
+        self.failure: Exception | None = None
+
+    @property
+    def opened(self) -> Session | None:
+        return self._session
+
+    def get(self) -> Session:
+        if self._session is None:
+            if self.failure is not None:
+                raise self.failure
+            from happy_launcher.session.core import Session  # heavy: store, mapper, pydantic
+
+            try:
+                self._session = Session(self.home, self.cwd, events=self.events)
+            except Exception as exc:
+                self.failure = exc
+                raise
+        return self._session
+
+    def end(self, status: TurnStatus) -> list[str]:
+        """End and close the session, if it was opened; never raises (a failure is kept in
+        `failure` and logged). Returns "<sink>: <error>" for each best-effort sink that failed."""
+        session, self._session = self._session, None
+        if session is None:
+            return []
+        try:
+            session.end(status)
+        except Exception as exc:
+            _log.error("ending the session failed", exc_info=exc)
+            self.failure = self.failure or exc
+        finally:
+            session.close()
+        stats = session.stats
+        return [] if stats is None else list(stats.failures)
+
+
+class Launcher(Protocol):
+    """Drives Claude until it exits or is asked to stop; `session` None: not mirrored."""
+
+    async def run(self, session: SessionRef | None) -> LauncherExit: ...
