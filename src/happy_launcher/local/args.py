@@ -12,6 +12,8 @@ of a token depends on them, so that `happy claude ARGS` means what `claude ARGS`
   (``-r<id>``);
 - ``--`` ends option parsing: everything after it passes through untouched.
 
+Claude's option tables (which options take a value) live in `claude/cli_flags.py`.
+
 Session flags are parsed once into a :class:`SessionIntent`; each launch re-creates its own session flags
 (see `local/launch.py`), so a relaunch never repeats the user's.
 Positional tokens (the opening prompt) are tracked too: a relaunch leaves them out, or it would submit the
@@ -28,6 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from happy_launcher.claude.cli_flags import OPTIONAL_VALUE, SHORT, VALUE_OPTIONS, VARIADIC, looks_like_option
 from happy_launcher.errors import UsageError
 
 __all__ = [
@@ -55,40 +58,7 @@ stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is sti
   -h, --help                   this help
 """
 
-# Claude Code 2.1.329 options that take a REQUIRED value (`claude --help`, plus the hidden ones defined
-# with a value that docs or the SDK use): the next token is their value whatever it looks like, so it must
-# not be read as a flag of ours. An option not listed is taken as a flag; its value then passes through as a
-# positional (same order, same meaning on the first launch).
 # fmt: off
-_CLAUDE_VALUE_OPTIONS = frozenset({
-    "--add-dir", "--agent", "--agents", "--allowedTools", "--allowed-tools", "--append-system-prompt",
-    "--autocompact", "--betas", "--debug-file", "--disallowedTools", "--disallowed-tools", "--effort",
-    "--environment", "--fallback-model", "--file", "--input-format", "--json-schema", "--max-budget-usd",
-    "--mcp-config", "--model", "--name", "--output-format", "--permission-mode", "--permission-prompts",
-    "--plugin-dir", "--plugin-url", "--remote-control-session-name-prefix", "--setting-sources",
-    "--system-prompt", "--system-prompt-snapshot", "--tools", "--append-system-prompt-file",
-    "--system-prompt-file", "--permission-prompt-tool", "--max-turns", "--max-thinking-tokens",
-    "--resume-session-at",
-})
-
-# Variadic ones among them: after `--opt v1`, commander keeps taking tokens until one looks like an option
-# (`--add-dir a b "fix it"` makes "fix it" a directory, not a prompt). The `--opt=v` form does not.
-_CLAUDE_VARIADIC = frozenset({
-    "--add-dir", "--allowedTools", "--allowed-tools", "--betas", "--disallowedTools", "--disallowed-tools",
-    "--file", "--mcp-config", "--tools",
-})
-
-# Options with an OPTIONAL value (besides --resume): the next token is theirs unless it looks like an option.
-_CLAUDE_OPTIONAL_VALUE = frozenset({
-    "--cloud", "--debug", "--from-pr", "--prompt-suggestions", "--remote-control", "--teleport", "--worktree",
-})
-
-# Short flags of Claude, for splitting clusters like -pc: "bool", "optional" (value) or "required" (value).
-_CLAUDE_SHORT = MappingProxyType({
-    "c": "bool", "p": "bool", "h": "bool", "v": "bool", "d": "optional", "r": "optional", "w": "optional",
-    "n": "required",
-})
-
 # happy's own flags: name -> takes a value.
 _HAPPY_FLAGS = MappingProxyType({
     "--happy-events": True, "--happy-home": True, "--happy-replay-existing": False,
@@ -167,11 +137,6 @@ class _Builder:
         self.prompt_positions.extend(range(start, len(self.passthrough)))
 
 
-def looks_like_option(token: str) -> bool:
-    # commander's maybeOption(): "-" alone is a value (stdin/stdout), "-x" and "--x" are options.
-    return len(token) > 1 and token.startswith("-")
-
-
 def _required_value(argv: Sequence[str], i: int, name: str) -> str:
     if i + 1 >= len(argv):
         raise UsageError(f"{name} needs a value")
@@ -225,11 +190,11 @@ def _long(b: _Builder, argv: Sequence[str], i: int) -> int:
             b.settings = value  # given twice: the last one counts, as in Claude
         else:
             b.session_id = value
-    elif name in _CLAUDE_VALUE_OPTIONS and value is None:
+    elif name in VALUE_OPTIONS and value is None:
         b.passthrough.extend([token, _required_value(argv, i, name)])
-        b.variadic = name in _CLAUDE_VARIADIC
+        b.variadic = name in VARIADIC
         return i + 2
-    elif name in _CLAUDE_OPTIONAL_VALUE and value is None:
+    elif name in OPTIONAL_VALUE and value is None:
         return _optional_value(b, [token], argv, i)
     else:
         b.headless = b.headless or token == "--print"
@@ -244,7 +209,7 @@ def _short(b: _Builder, argv: Sequence[str], i: int) -> int:
         b.passthrough.append(argv[i])  # unknown to us: Claude will judge it
         return i + 1
     for pos, ch in enumerate(letters):
-        kind = _CLAUDE_SHORT[ch]
+        kind = SHORT[ch]
         if kind != "bool":
             return _short_with_value(b, ch, letters[pos + 1 :], argv, i)
         if ch == "c":
@@ -260,7 +225,7 @@ def _short(b: _Builder, argv: Sequence[str], i: int) -> int:
 def _short_with_value(b: _Builder, ch: str, rest: str, argv: Sequence[str], i: int) -> int:
     """A short option that takes a value: the rest of its token is the value (commander), else maybe the
     next token. Returns the next index."""
-    kind = _CLAUDE_SHORT[ch]
+    kind = SHORT[ch]
     if ch == "r":
         if not rest and i + 1 < len(argv) and not looks_like_option(argv[i + 1]):
             rest, i = argv[i + 1], i + 1
@@ -289,9 +254,9 @@ def _known_cluster(letters: str) -> bool:
     """Whether every letter of ``-xyz`` up to (and including) the first value-taking one is a short flag
     we know; the rest of the token is then that option's value."""
     for ch in letters:
-        if ch not in _CLAUDE_SHORT:
+        if ch not in SHORT:
             return False
-        if _CLAUDE_SHORT[ch] != "bool":
+        if SHORT[ch] != "bool":
             return True
     return True
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, looks_like_option, new_uuid4
+from happy_launcher.claude.cli_flags import looks_like_option
+from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, new_uuid4
 
 
 @dataclass(frozen=True)
