@@ -19,21 +19,39 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, cast, get_args
+from typing import Literal, Protocol, cast, get_args
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import EffortLevel, PermissionMode, SettingSource, SystemPromptPreset
 
 from happy_launcher.claude.cli_flags import VARIADIC, ClaudeFlag, split_flags
 from happy_launcher.errors import UsageError
-from happy_launcher.local.args import ClaudeArgs
 
-__all__ = ["CLAUDE_CODE_PRESET", "DroppedFlag", "RemoteOptions", "flag_policy", "remote_options"]
+__all__ = [
+    "CLAUDE_CODE_PRESET",
+    "DroppedFlag",
+    "PassThrough",
+    "RemoteOptions",
+    "flag_policy",
+    "remote_options",
+]
 
 # Without the preset the SDK sends `--system-prompt ""`: the model gets a 135-character prompt and another
 # identity (switching-facts §7).
 CLAUDE_CODE_PRESET: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
 ALL_SETTING_SOURCES: tuple[SettingSource, ...] = ("user", "project", "local")
+
+
+class PassThrough(Protocol):
+    """What remote mode reads of the parsed `happy claude` argv: `local/args.py`'s ClaudeArgs (the two
+    launchers do not import each other)."""
+
+    @property
+    def passthrough(self) -> tuple[str, ...]: ...
+    @property
+    def prompt_positions(self) -> tuple[int, ...]: ...
+    @property
+    def user_settings(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -56,7 +74,7 @@ class RemoteOptions:
 
 
 def remote_options(
-    args: ClaudeArgs, *, binary: Path, cwd: Path, env: Mapping[str, str], session_id: str, resume: bool
+    args: PassThrough, *, binary: Path, cwd: Path, env: Mapping[str, str], session_id: str, resume: bool
 ) -> RemoteOptions:
     """The SDK options for a remote launch of Claude session ``session_id``: resumed when ``resume``, else
     created with that (pre-assigned) id. ``binary`` is the one local mode runs (``find_claude(env)``);
