@@ -41,3 +41,16 @@ class StoreConflictError(StoreError):
 
 class ClaudeLaunchError(HappyError):
     """Claude could not be started."""
+
+
+class SessionBusyError(HappyError):
+    """Another live Claude process holds the Claude session id: a second front end would fork its
+    transcript without a word (switching-facts §6)."""
+
+    def __init__(self, session_id: str, pid: int, cwd: str | None = None) -> None:
+        self.session_id, self.pid, self.cwd = session_id, pid, cwd
+        where = f" (pid {pid}, in {cwd})" if cwd else f" (pid {pid})"
+        super().__init__(
+            f"Claude session {session_id} is already open in another claude process{where}: "
+            "close it first, or continue the session there"
+        )
