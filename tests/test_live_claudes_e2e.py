@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir, s
 from happy_launcher.session.procs import start_time
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text
+from tests.support.happy_tui import happy_executable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -77,6 +79,26 @@ def test_guard_names_a_live_tui_and_forgets_it_after_exit(cenv: ClaudeEnv) -> No
             ensure_not_busy(registry, sid)
         assert session_holder(registry, sid, ours={tui.pid}) is None
         assert session_holder(registry, str(uuid.uuid4())) is None
+        # `happy claude --resume S` refuses in one line, before Claude or the store is touched.
+        happy_env = {
+            **cenv.env,
+            "HAPPY_HOME_DIR": str(cenv.root / "happy"),
+            "HAPPY_CLAUDE_PATH": str(cenv.binary),
+        }
+        refused = subprocess.run(
+            [happy_executable(), "claude", "--resume", sid, "-p", "hi"],
+            env=happy_env,
+            cwd=cenv.cwd,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert refused.returncode == 1 and refused.stdout == b""
+        assert refused.stderr.decode().splitlines() == [
+            f"happy: Claude session {sid} is already open in another claude process "
+            f"(pid {tui.pid}, in {cenv.cwd}): close it first, or continue the session there"
+        ]
+        assert not (cenv.root / "happy").exists()
 
         tui.kill(signal.SIGTERM)  # a clean exit: Claude removes its entry
         tui.expect(pexpect.EOF, timeout=30)

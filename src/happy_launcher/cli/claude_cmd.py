@@ -10,7 +10,7 @@ from pathlib import Path
 
 from happy_launcher.claude.binary import find_claude
 from happy_launcher.errors import HappyError, StoreError, UsageError
-from happy_launcher.local.args import HELP, ClaudeArgs, parse_happy_claude_args
+from happy_launcher.local.args import HELP, ClaudeArgs, is_uuid, parse_happy_claude_args
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.home import ensure_home, happy_home, run_dir
@@ -26,6 +26,7 @@ def run(argv: Sequence[str]) -> int:
         binary = find_claude(env)
         if _asks_version(args):  # no session to mirror: step aside, Claude answers as itself
             os.execve(binary, [str(binary), *args.passthrough], env)
+        _refuse_busy_session(args, env)
         home = _usable_home(args, env)
         events = open_events_output(args.options.events) if args.options.events is not None else None
         cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
@@ -44,6 +45,17 @@ def run(argv: Sequence[str]) -> int:
 def _asks_version(args: ClaudeArgs) -> bool:
     prompt = set(args.prompt_positions)
     return any(t in ("--version", "-v") for i, t in enumerate(args.passthrough) if i not in prompt)
+
+
+def _refuse_busy_session(args: ClaudeArgs, env: Mapping[str, str]) -> None:
+    """A session another live Claude holds is refused before anything starts: two front ends on
+    one id fork its transcript silently (switching-facts §6). Known before launch for
+    `--resume <uuid>` only; a fork is a new session, and `--continue` is Claude's own pick."""
+    intent = args.intent
+    if intent.kind == "resume" and not intent.fork and intent.resume_id and is_uuid(intent.resume_id):
+        from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir
+
+        ensure_not_busy(registry_dir(env), intent.resume_id)
 
 
 def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
