@@ -1,8 +1,9 @@
 """The remote-mode screen's keyboard, sans-IO: raw terminal bytes in, keys out, keys to commands.
 
-`KeyDecoder` turns what a raw-mode terminal sends into keys. Escape sequences (arrows, function
-keys, Alt combinations) are dropped rather than typed as garbage; a bracketed paste arrives as
-one `text` key with its line breaks, so pasting several lines does not send each of them.
+`KeyDecoder` turns what a raw-mode terminal sends into keys, one per character typed. Escape sequences
+(arrows, function keys, Alt combinations) are dropped rather than typed as garbage; a bracketed
+paste arrives as one `paste` key with its line breaks, so pasting several lines does not send
+each of them, and pasted text never answers a permission prompt.
 
 `KeyController` holds the input line and the queue of permission prompts, and decides what a key
 means: while a prompt is waiting, y/n/a answer the oldest one; Ctrl-C interrupts a running turn,
@@ -19,7 +20,9 @@ from typing import Literal
 
 from happy_launcher.remote.screen_types import ExitReason, PermissionPrompt
 
-KeyName = Literal["text", "enter", "backspace", "kill-line", "kill-word", "ctrl-c", "ctrl-d", "ctrl-t"]
+KeyName = Literal[
+    "text", "paste", "enter", "backspace", "kill-line", "kill-word", "ctrl-c", "ctrl-d", "ctrl-t"
+]
 
 PASTE_ON = b"\x1b[?2004h"  # what the screen writes to have pastes bracketed
 PASTE_OFF = b"\x1b[?2004l"
@@ -81,9 +84,7 @@ class KeyDecoder:
                 keys.append(Key("text", " "))
                 pos += 1
             elif (match := _TEXT.match(data, pos)) is not None:
-                text = self._utf8.decode(match.group())
-                if text:
-                    keys.append(Key("text", text))
+                keys += (Key("text", char) for char in self._utf8.decode(match.group()))
                 pos = match.end()
             else:  # another control byte: nothing we bind
                 pos += 1
@@ -113,7 +114,7 @@ class KeyDecoder:
         self._paste = None
         text = _PASTE_JUNK.sub("", text.replace("\t", " "))
         if text:
-            keys.append(Key("text", text))
+            keys.append(Key("paste", text))
         return end + len(_PASTE_END)
 
 
@@ -215,7 +216,7 @@ class KeyController:
         return Answer(self._prompts.popleft(), allow, stop)
 
     def _edit(self, key: Key, turn: str | None) -> Command | None:
-        if key.name == "text":
+        if key.name in ("text", "paste"):
             self.buffer = (self.buffer + key.text)[:MAX_INPUT]
         elif key.name == "backspace":
             self.buffer = self.buffer[:-1]
