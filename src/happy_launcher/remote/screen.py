@@ -45,7 +45,7 @@ from happy_launcher.remote.screen_types import (
     ScreenEnd,
     StatusInfo,
 )
-from happy_launcher.remote.screen_view import SPIN_MS, compose
+from happy_launcher.remote.screen_view import SPIN_MS, compose, describe
 
 __all__ = ["PermissionPrompt", "RemoteScreen", "ScreenActions", "ScreenEnd", "StatusInfo"]
 
@@ -129,14 +129,17 @@ class RemoteScreen:
         ):
             rows, cols = self._size()
             renderer = Renderer(TerminalOutput(self._stdout_fd, guard.observe), rows=rows, cols=cols)
-            with renderer:
+            # Sends and answers go to the session one at a time, in the order they were made.
+            queue_in, queue_out = anyio.create_memory_object_stream[_Action](math.inf)
+            with renderer, queue_in, queue_out:
                 try:
                     async with anyio.create_task_group() as tg:
                         self._scope = tg.cancel_scope
                         if self._end is not None:  # close() came while we set up
                             tg.cancel_scope.cancel()
                         tg.start_soon(self._watch_signals, signals, renderer)
-                        tg.start_soon(self._read_keys, tg)
+                        tg.start_soon(self._perform, queue_out)
+                        tg.start_soon(self._read_keys, queue_in, tg)
                         tg.start_soon(self._draw_loop, renderer)
                 finally:
                     self._scope = None
@@ -185,9 +188,7 @@ class RemoteScreen:
         until = self._keys.exit_armed_for(self._clock())
         return math.inf if until is None else until / 1000
 
-    async def _read_keys(self, tg: anyio.abc.TaskGroup) -> None:
-        queue_in, queue_out = anyio.create_memory_object_stream[_Action](math.inf)
-        tg.start_soon(self._perform, queue_out)
+    async def _read_keys(self, queue: MemoryObjectSendStream[_Action], tg: anyio.abc.TaskGroup) -> None:
         while True:
             await anyio.wait_readable(self._stdin_fd)
             try:
@@ -202,7 +203,7 @@ class RemoteScreen:
             for key in self._decoder.feed(data):
                 command = self._keys.feed(key, now=self._clock(), turn=self._transcript.turn)
                 if command is not None:
-                    self._command(command, queue_in, tg)
+                    self._command(command, queue, tg)
             self._changed()
 
     def _command(
@@ -222,8 +223,7 @@ class RemoteScreen:
     def _answered(self, answer: Answer, queue: MemoryObjectSendStream[_Action]) -> None:
         prompt = answer.prompt
         verdict = "Allowed" if answer.allow else "Denied and stopped" if answer.stop else "Denied"
-        title = f": {prompt.title}" if prompt.title else ""
-        self._transcript.answered(f"{verdict} {prompt.tool}{title}", allowed=answer.allow)
+        self._transcript.answered(f"{verdict} {prompt.tool}: {describe(prompt)}", allowed=answer.allow)
 
         async def call() -> None:
             await self._actions.answer_permission(prompt.id, answer.allow, stop=answer.stop)

@@ -61,12 +61,18 @@ def _working(now: int, started: int | None, *, interrupting: bool) -> Line:
 
 
 def _prompt_lines(prompt: PermissionPrompt, *, waiting: int) -> list[Line]:
-    what = " ".join(prompt.title.split()) or _args(prompt)
     hint = PROMPT_HINT + (f" · {waiting} more waiting" if waiting else "")
-    return [Line("permission", f"Allow {prompt.tool}: {what}?", "?"), Line("hint", hint, depth=1)]
+    return [
+        Line("permission", f"Allow {prompt.tool}: {describe(prompt)}?", "?"),
+        Line("hint", hint, depth=1),
+    ]
 
 
-def _args(prompt: PermissionPrompt) -> str:
+def describe(prompt: PermissionPrompt) -> str:
+    """What the tool is about to do, on one line: its title, else the start of its input."""
+    title = " ".join(prompt.title.split())
+    if title:
+        return title
     try:
         text = orjson.dumps(prompt.input, default=str).decode()
     except TypeError:  # beyond what orjson can write (an integer over 64 bits): repr still says it
