@@ -154,6 +154,7 @@ def test_ctrl_t_asks_for_local_mode(term: ScreenTerm) -> None:
     term.ready()
     term.proc.send("\x14")
     assert term.finish() == (0, {"end": "switch", "signal": None})
+    assert no_mode_left_on(term)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
