@@ -10,8 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from happy_launcher.claude.mapper_state import MapperState, OrphanLimits, Subagent
-from happy_launcher.claude.records import UNKNOWN, Record, is_task_notification, notification_ids, text_of
+from happy_launcher.claude.mapper_state import MAX_SENT_PROMPTS, MapperState, OrphanLimits, Subagent
+from happy_launcher.claude.records import (
+    SYNTHETIC,
+    SYNTHETIC_SUBAGENT_PROMPT,
+    UNKNOWN,
+    Record,
+    is_task_notification,
+    notification_ids,
+    text_of,
+)
 from happy_launcher.claude.titles import SUBAGENT_TOOLS, subagent_title, tool_title
 from happy_launcher.protocol import (
     Envelope,
@@ -79,6 +87,32 @@ class Mapper:
         self._end_turn(status, now, out)
         return out
 
+    def prompt_sent(self, text: str, now: int) -> list[Envelope]:
+        """Remote mode sent Claude a prompt, which the SDK does not echo (design §4): the user's
+        text and the turn start now, as the prompt's transcript record would make them (ending
+        the open turn first). That record, when the transcript tail brings it, maps to nothing."""
+        out: Out = []
+        self._end_turn("completed", now, out)
+        if text:
+            out.append(self._make.user_text(text, now))
+            sent = self.state.sent_prompts
+            sent.append(text)
+            del sent[:-MAX_SENT_PROMPTS]
+        self._start_turn(now, out)
+        return out
+
+    def end_turn(self, status: TurnStatus, now: int, service: str | None = None) -> list[Envelope]:
+        """A turn's result (remote mode: the SDK's ResultMessage) ends the open turn; `service`
+        says why a failed one failed. Nothing when no turn is open: an api-error record has
+        already closed it `failed`, with its own service text. Unlike `close_turn`, subagents
+        are not stopped: background ones outlive the turn (design §2)."""
+        out: Out = []
+        if self.state.turn is not None:
+            if status == "failed" and service:
+                self._agent(out, ServiceEv(text=service), now, None, None)
+            self._end_turn(status, now, out)
+        return out
+
     def finish(self, now: int) -> list[Envelope]:
         """End of a finished transcript (replay): close what is still open (design §2)."""
         status: TurnStatus = "completed" if self.state.last_stop_reason == "end_turn" else "cancelled"
@@ -103,21 +137,23 @@ class Mapper:
         if is_task_notification(record):
             self._task_notification(record, now, out)
             return
-        held, subagent = self._route(record)
+        held, sub = self.state.route(record, self._limits)
         if held:
             return
         content = record.content
+        subagent = sub.session_id if sub is not None else None
         if isinstance(content, list) and any(_is_block(b, "tool_result") for b in content):
             self._tool_results(record, content, subagent, now, out)
-        elif subagent is not None or record.is_sidechain:
-            self._sidechain_prompt(record, subagent, now, out)
+        elif sub is not None or record.is_sidechain:
+            self._sidechain_prompt(record, sub, now, out)
         else:
             self._prompt(record, now, out)
 
     def _assistant(self, record: Record, now: int, out: Out) -> None:
-        held, subagent = self._route(record)
+        held, sub = self.state.route(record, self._limits)
         if held:
             return
+        subagent = sub.session_id if sub is not None else None
         if record.data.get("isApiErrorMessage") is True:
             text = text_of(record.content) or "API error"
             self._agent(out, ServiceEv(text=text), now, subagent, record.uuid)
@@ -196,6 +232,8 @@ class Mapper:
         if stripped.startswith(_LOCAL_COMMAND_PREFIXES):
             self.state.stats.ignored_blocks["local command"] += 1
             return
+        if self.state.take_sent_prompt(text):
+            return  # the transcript's copy of a prompt remote mode sent: already shown
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") != "text":
@@ -205,11 +243,20 @@ class Mapper:
             out.append(self._make.user_text(text, now, claude_uuid=record.uuid))
         self._start_turn(now, out)  # Claude has taken the prompt: its turn starts now, not with its reply
 
-    def _sidechain_prompt(self, record: Record, subagent: str | None, now: int, out: Out) -> None:
+    def _sidechain_prompt(self, record: Record, sub: Subagent | None, now: int, out: Out) -> None:
         # A subagent's opening prompt is shown as agent text of that subagent (design §2).
         text = text_of(record.content)
-        if text and text.strip() not in INTERRUPT_TEXTS:
-            self._agent(out, TextEv(text=text), now, subagent, record.uuid)
+        if not text or text.strip() in INTERRUPT_TEXTS:
+            return
+        if sub is not None and sub.prompt == text:
+            # The SDK converter's synthetic root shows the prompt at once; the transcript's
+            # own root record, read later, then shows nothing (once).
+            if record.data.get(SYNTHETIC) == SYNTHETIC_SUBAGENT_PROMPT:
+                sub.prompt_echo = True
+            elif sub.prompt_echo:
+                sub.prompt_echo = False
+                return
+        self._agent(out, TextEv(text=text), now, sub.session_id if sub is not None else None, record.uuid)
 
     def _tool_results(
         self, record: Record, content: list[Any], subagent: str | None, now: int, out: Out
@@ -242,51 +289,6 @@ class Mapper:
 
     # -- subagents --------------------------------------------------------------------------
 
-    def _route(self, record: Record) -> tuple[bool, str | None]:
-        """(held, subagent): held when buffered as an orphan or dropped after its subagent's stop;
-        else the session subagent id of the record, None for the main chain.
-
-        Inference order (design §2): explicit parent tool id, then `parentUuid` ancestry (for
-        sidechain records only), then matching a pending `Task`/`Agent` prompt.
-        """
-        state = self.state
-        tool_id = record.explicit_parent_tool_id()
-        if tool_id is None and record.is_sidechain:
-            parent = record.parent_uuid
-            tool_id = state.uuid_owner.get(parent) if parent is not None else None
-            if tool_id is None and record.kind == "user":
-                tool_id = self._match_prompt(text_of(record.content))
-        if tool_id is None:
-            return False, None
-        if (uuid := record.uuid) is not None:
-            state.uuid_owner[uuid] = tool_id
-        sub = state.subagents.get(tool_id)
-        if sub is None:
-            self._buffer(tool_id, record)
-            return True, None
-        if sub.stopped:
-            state.stats.after_stop_dropped += 1
-            return True, None
-        return False, sub.session_id
-
-    def _match_prompt(self, text: str) -> str | None:
-        if not text:
-            return None
-        for tool_id, sub in self.state.subagents.items():
-            if not sub.root_claimed and not sub.stopped and sub.prompt == text:
-                sub.root_claimed = True
-                return tool_id
-        return None
-
-    def _buffer(self, tool_id: str, record: Record) -> None:
-        state, limits = self.state, self._limits
-        if state.orphan_count >= limits.max_records or state.orphan_bytes + record.size > limits.max_bytes:
-            state.stats.orphans_dropped += 1
-            return
-        state.orphans.setdefault(tool_id, []).append(record)
-        state.orphan_count += 1
-        state.orphan_bytes += record.size
-
     def _spawn(self, tool_id: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
         """A `Task`/`Agent` call: no tool-call envelope; the subagent starts, then its orphans."""
         state = self.state
@@ -298,9 +300,7 @@ class Mapper:
         )
         state.subagents[tool_id] = sub
         self._agent(out, StartEv(title=sub.title), now, sub.session_id, uuid)
-        for orphan in state.orphans.pop(tool_id, []):
-            state.orphan_count -= 1
-            state.orphan_bytes -= orphan.size
+        for orphan in state.take_orphans(tool_id):
             self._dispatch(orphan, now, out)
 
     def _subagent_result(self, tool_id: str, record: Record, now: int, out: Out) -> None:

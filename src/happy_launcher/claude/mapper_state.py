@@ -6,7 +6,11 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from happy_launcher.claude.records import Record, make_record
+from happy_launcher.claude.records import Record, make_record, text_of
+
+# Prompts remote mode sent whose transcript copy has not been read yet (bounded: a copy that
+# never comes must not hold a later, identical prompt typed in the TUI back for long).
+MAX_SENT_PROMPTS = 16
 
 
 @dataclass(slots=True)
@@ -18,6 +22,9 @@ class Subagent:
     prompt: str | None
     root_claimed: bool = False  # its opening prompt has been matched (prompt-matching fallback)
     stopped: bool = False
+    # its prompt was shown from the SDK converter's synthetic root: the transcript's own copy of
+    # that prompt shows nothing
+    prompt_echo: bool = False
 
 
 @dataclass(slots=True)
@@ -66,6 +73,8 @@ class MapperState:
     last_stop_reason: str | None = None
     # message.id of the API reply whose usage was last emitted (usage rides once per reply)
     usage_message_id: str | None = None
+    # texts of the prompts remote mode sent, oldest first, whose transcript copy is still to come
+    sent_prompts: list[str] = field(default_factory=list)
     stats: MapperStats = field(default_factory=MapperStats)
 
     def active_subagents(self) -> list[str]:
@@ -84,6 +93,7 @@ class MapperState:
             },
             "last_stop_reason": self.last_stop_reason,
             "usage_message_id": self.usage_message_id,
+            "sent_prompts": list(self.sent_prompts),
         }
 
     @classmethod
@@ -96,6 +106,7 @@ class MapperState:
             open_calls=set(data.get("open_calls", [])),
             last_stop_reason=data.get("last_stop_reason"),
             usage_message_id=data.get("usage_message_id"),
+            sent_prompts=list(data.get("sent_prompts", [])),
         )
         for tool_id, records in data.get("orphans", {}).items():
             state.orphans[tool_id] = [
@@ -104,3 +115,65 @@ class MapperState:
             state.orphan_count += len(records)
             state.orphan_bytes += sum(r["size"] for r in records)
         return state
+
+    # -- subagent routing -------------------------------------------------------------------
+
+    def route(self, record: Record, limits: OrphanLimits) -> tuple[bool, Subagent | None]:
+        """(held, subagent): held when buffered as an orphan or dropped after its subagent's stop;
+        else the subagent the record belongs to, None for the main chain.
+
+        Inference order (design §2): explicit parent tool id, then `parentUuid` ancestry (for
+        sidechain records only), then matching a pending `Task`/`Agent` prompt.
+        """
+        tool_id = record.explicit_parent_tool_id()
+        if tool_id is None and record.is_sidechain:
+            parent = record.parent_uuid
+            tool_id = self.uuid_owner.get(parent) if parent is not None else None
+            if tool_id is None and record.kind == "user":
+                tool_id = self._match_prompt(text_of(record.content))
+        if tool_id is None:
+            return False, None
+        if (uuid := record.uuid) is not None:
+            self.uuid_owner[uuid] = tool_id
+        sub = self.subagents.get(tool_id)
+        if sub is None:
+            self._buffer(tool_id, record, limits)
+            return True, None
+        if sub.stopped:
+            self.stats.after_stop_dropped += 1
+            return True, None
+        return False, sub
+
+    def _match_prompt(self, text: str) -> str | None:
+        if not text:
+            return None
+        for tool_id, sub in self.subagents.items():
+            if not sub.root_claimed and not sub.stopped and sub.prompt == text:
+                sub.root_claimed = True
+                return tool_id
+        return None
+
+    def _buffer(self, tool_id: str, record: Record, limits: OrphanLimits) -> None:
+        if self.orphan_count >= limits.max_records or self.orphan_bytes + record.size > limits.max_bytes:
+            self.stats.orphans_dropped += 1
+            return
+        self.orphans.setdefault(tool_id, []).append(record)
+        self.orphan_count += 1
+        self.orphan_bytes += record.size
+
+    def take_orphans(self, tool_id: str) -> list[Record]:
+        """The records buffered for a subagent whose call has just been mapped."""
+        records = self.orphans.pop(tool_id, [])
+        self.orphan_count -= len(records)
+        self.orphan_bytes -= sum(r.size for r in records)
+        return records
+
+    def take_sent_prompt(self, text: str) -> bool:
+        """Whether `text` is the transcript's copy of a prompt remote mode sent (consumed: a
+        copy maps to nothing once). Copies come in the order the prompts were sent, so older
+        entries whose copy never came are forgotten with it."""
+        sent = self.sent_prompts
+        if text not in sent:
+            return False
+        del sent[: sent.index(text) + 1]
+        return True

@@ -38,6 +38,9 @@ BOOKKEEPING_KINDS = frozenset(
 )
 KNOWN_KINDS = MESSAGE_KINDS | BOOKKEEPING_KINDS
 UNKNOWN = "unknown"
+# Records happy makes itself (claude/converter.py) say why under this key, never a Claude field.
+SYNTHETIC = "happySynthetic"
+SYNTHETIC_SUBAGENT_PROMPT = "subagent-prompt"  # a subagent's opening prompt, from its Agent call
 
 
 @dataclass(slots=True)
