@@ -12,6 +12,8 @@ from typing import Any
 
 from happy_launcher.claude.mapper_state import MAX_SENT_PROMPTS, MapperState, OrphanLimits, Subagent
 from happy_launcher.claude.records import (
+    INTERRUPT_TEXTS,
+    LOCAL_COMMAND_PREFIXES,
     SYNTHETIC,
     SYNTHETIC_SUBAGENT_PROMPT,
     UNKNOWN,
@@ -36,17 +38,6 @@ from happy_launcher.protocol import (
     TurnStartEv,
     TurnStatus,
     subagent_id,
-)
-
-INTERRUPT_TEXTS = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
-# User records the TUI writes for slash commands and `!` shell input: not prompts to the agent.
-_LOCAL_COMMAND_PREFIXES = (
-    "<command-name>",
-    "<command-message>",
-    "<local-command-",
-    "<bash-input>",
-    "<bash-stdout>",
-    "<bash-stderr>",
 )
 
 Out = list[Envelope]
@@ -87,17 +78,20 @@ class Mapper:
         self._end_turn(status, now, out)
         return out
 
-    def prompt_sent(self, text: str, now: int) -> list[Envelope]:
+    def prompt_sent(self, text: str, now: int, uuid: str | None = None) -> list[Envelope]:
         """Remote mode sent Claude a prompt, which the SDK does not echo (design §4): the user's
         text and the turn start now, as the prompt's transcript record would make them (ending
-        the open turn first). That record, when the transcript tail brings it, maps to nothing."""
+        the open turn first). That record, when the transcript tail brings it, must map to
+        nothing: sent with a `uuid`, Claude writes it under that uuid, which the caller marks
+        processed; sent without, its text is remembered and its copy skipped here."""
         out: Out = []
         self._end_turn("completed", now, out)
         if text:
-            out.append(self._make.user_text(text, now))
-            sent = self.state.sent_prompts
-            sent.append(text)
-            del sent[:-MAX_SENT_PROMPTS]
+            out.append(self._make.user_text(text, now, claude_uuid=uuid))
+            if uuid is None:
+                sent = self.state.sent_prompts
+                sent.append(text)
+                del sent[:-MAX_SENT_PROMPTS]
         self._start_turn(now, out)
         return out
 
@@ -137,7 +131,7 @@ class Mapper:
         if is_task_notification(record):
             self._task_notification(record, now, out)
             return
-        held, sub = self.state.route(record, self._limits)
+        held, sub = self._routed(record, now, out)
         if held:
             return
         content = record.content
@@ -150,7 +144,7 @@ class Mapper:
             self._prompt(record, now, out)
 
     def _assistant(self, record: Record, now: int, out: Out) -> None:
-        held, sub = self.state.route(record, self._limits)
+        held, sub = self._routed(record, now, out)
         if held:
             return
         subagent = sub.session_id if sub is not None else None
@@ -171,22 +165,11 @@ class Mapper:
             if isinstance(stop_reason, str):
                 self.state.last_stop_reason = stop_reason
         usage = record.message.get("usage")
-        if last_content >= 0 and isinstance(usage, dict) and self._first_usage_of(record):
+        if last_content >= 0 and isinstance(usage, dict) and self.state.first_usage_of(record):
             # Optional fields are omitted, never null (design §1): Claude writes e.g.
             # `"service_tier": null` (`<synthetic>` replies), `"fallback_credit": null`.
             usage = {key: value for key, value in usage.items() if value is not None}
             out[last_content] = self._make.with_usage(out[last_content], usage)
-
-    def _first_usage_of(self, record: Record) -> bool:
-        """Claude writes one record per content block, each with the whole reply's usage: carry
-        it once per API message, so that summing `usage` over envelopes counts tokens once."""
-        message_id = record.message.get("id")
-        if not isinstance(message_id, str):
-            return True
-        if message_id == self.state.usage_message_id:
-            return False
-        self.state.usage_message_id = message_id
-        return True
 
     def _assistant_block(self, block: Any, record: Record, subagent: str | None, now: int, out: Out) -> bool:
         """Map one content block; True when it made a content envelope (the usage carrier)."""
@@ -229,7 +212,7 @@ class Mapper:
         if stripped in INTERRUPT_TEXTS:
             self._end_turn("cancelled", now, out)
             return
-        if stripped.startswith(_LOCAL_COMMAND_PREFIXES):
+        if stripped.startswith(LOCAL_COMMAND_PREFIXES):
             self.state.stats.ignored_blocks["local command"] += 1
             return
         if self.state.take_sent_prompt(text):
@@ -252,10 +235,13 @@ class Mapper:
             # The SDK converter's synthetic root shows the prompt at once; the transcript's
             # own root record, read later, then shows nothing (once).
             if record.data.get(SYNTHETIC) == SYNTHETIC_SUBAGENT_PROMPT:
+                if sub.prompt_shown:
+                    return  # the transcript's root came first
                 sub.prompt_echo = True
             elif sub.prompt_echo:
                 sub.prompt_echo = False
                 return
+            sub.prompt_shown = True
         self._agent(out, TextEv(text=text), now, sub.session_id if sub is not None else None, record.uuid)
 
     def _tool_results(
@@ -288,6 +274,15 @@ class Mapper:
             self._stop(tool_id, now, out)
 
     # -- subagents --------------------------------------------------------------------------
+
+    def _routed(self, record: Record, now: int, out: Out) -> tuple[bool, Subagent | None]:
+        held, sub = self.state.route(record, self._limits)
+        if sub is not None and self.state.turn is not None and self.state.last_stop_reason == "end_turn":
+            # The main chain's last reply ended its turn: a subagent still at work (in the
+            # background) belongs to the next one. The TUI's turn_duration says so; a transcript
+            # written through the SDK has none (live, the SDK's result closes the turn first).
+            self._end_turn("completed", now, out)
+        return held, sub
 
     def _spawn(self, tool_id: str, args: dict[str, Any], now: int, out: Out, uuid: str | None) -> None:
         """A `Task`/`Agent` call: no tool-call envelope; the subagent starts, then its orphans."""

@@ -22,8 +22,8 @@ class Subagent:
     prompt: str | None
     root_claimed: bool = False  # its opening prompt has been matched (prompt-matching fallback)
     stopped: bool = False
-    # its prompt was shown from the SDK converter's synthetic root: the transcript's own copy of
-    # that prompt shows nothing
+    prompt_shown: bool = False  # its opening prompt was shown
+    # ... from the SDK converter's synthetic root: the transcript's own root then shows nothing
     prompt_echo: bool = False
 
 
@@ -167,6 +167,17 @@ class MapperState:
         self.orphan_count -= len(records)
         self.orphan_bytes -= sum(r.size for r in records)
         return records
+
+    def first_usage_of(self, record: Record) -> bool:
+        """Claude writes one record per content block, each with the whole reply's usage: carry
+        it once per API message, so that summing `usage` over envelopes counts tokens once."""
+        message_id = record.message.get("id")
+        if not isinstance(message_id, str):
+            return True
+        if message_id == self.usage_message_id:
+            return False
+        self.usage_message_id = message_id
+        return True
 
     def take_sent_prompt(self, text: str) -> bool:
         """Whether `text` is the transcript's copy of a prompt remote mode sent (consumed: a

@@ -38,6 +38,17 @@ BOOKKEEPING_KINDS = frozenset(
 )
 KNOWN_KINDS = MESSAGE_KINDS | BOOKKEEPING_KINDS
 UNKNOWN = "unknown"
+# User records that are not prompts: Claude's interrupt markers (they end the turn cancelled)...
+INTERRUPT_TEXTS = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
+# ... and what the TUI writes for slash commands and `!` shell input.
+LOCAL_COMMAND_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
 # Records happy makes itself (claude/converter.py) say why under this key, never a Claude field.
 SYNTHETIC = "happySynthetic"
 SYNTHETIC_SUBAGENT_PROMPT = "subagent-prompt"  # a subagent's opening prompt, from its Agent call

@@ -60,6 +60,17 @@ class Mirror:
         """End what is open (active subagents, then the turn) with `status`."""
         return self._write(self.mapper.close_turn(status, self._now()))
 
+    def prompt_sent(self, text: str, uuid: str | None = None) -> list[Envelope]:
+        """Remote mode sent Claude a prompt: its user text and turn start (design §4). Sent
+        with a `uuid`, the transcript's copy has that key: written as processed with them."""
+        envelopes = self.mapper.prompt_sent(text, self._now(), uuid)
+        self._sink.write(envelopes, [uuid] if uuid is not None else [])
+        return envelopes
+
+    def end_turn(self, status: TurnStatus, service: str | None = None) -> list[Envelope]:
+        """A turn result (remote mode): end the open turn, if any, with `status`."""
+        return self._write(self.mapper.end_turn(status, self._now(), service))
+
     def finish(self) -> list[Envelope]:
         """The transcript is finished (replay): close what is open by the rule of design §2."""
         return self._write(self.mapper.finish(self._now()))
