@@ -139,3 +139,27 @@ def test_a_real_root_shows_its_prompt_and_sets_no_echo(m: Mapper) -> None:
     assert m.state.subagents["toolu_A"].prompt_echo is False
     result = rec(user([tool_result("toolu_A")]).data)
     assert [e.ev.t for e in m.feed(result, NOW)] == ["stop"]
+
+
+def test_a_subagent_at_work_after_the_main_reply_ended_its_turn_opens_the_next(m: Mapper) -> None:
+    """A transcript written through the SDK has no turn_duration: a background agent's records
+    after the main chain's end_turn reply belong to the next turn, as the SDK's result says."""
+    m.feed(user("go"), NOW)
+    m.feed(assistant(tool_use("toolu_A", "Agent", prompt="sub task")), NOW)
+    first = m.state.turn
+    m.feed(assistant(text("On it."), stop_reason="end_turn"), NOW)
+    sub = rec(assistant(text("working")).data, parent_tool_use_id="toolu_A")
+    out = m.feed(sub, NOW)
+    assert evs(out) == [
+        ("agent", {"t": "turn-end", "status": "completed"}),
+        ("agent", {"t": "turn-start"}),
+        ("agent", {"t": "text", "text": "working"}),
+    ]
+    assert out[0].turn == first and out[1].turn != first
+
+
+def test_a_subagent_at_work_during_its_parents_tool_call_stays_in_the_turn(m: Mapper) -> None:
+    m.feed(user("go"), NOW)
+    m.feed(assistant(tool_use("toolu_A", "Agent", prompt="sub task"), stop_reason="tool_use"), NOW)
+    sub = rec(assistant(text("working")).data, parent_tool_use_id="toolu_A")
+    assert evs(m.feed(sub, NOW)) == [("agent", {"t": "text", "text": "working"})]

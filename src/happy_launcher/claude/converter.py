@@ -104,10 +104,11 @@ class Converter:
 
     def interrupted(self) -> list[Item]:
         """For an abort that ends the session's turn without Claude's own results (design §4):
-        what is still held, then synthetic interrupted results for the calls still running."""
+        what is still held, then synthetic interrupted results for the calls still running, the
+        latest first: a subagent's calls end before the `Agent` call that stops it."""
         records = [
             self._record(_user_data([_tool_result(call)], SYNTHETIC_INTERRUPTED), chain, advance=False)
-            for call, chain in self._open_calls.items()
+            for call, chain in reversed(self._open_calls.items())
         ]
         self._open_calls.clear()
         return self.flush() + records
@@ -116,7 +117,8 @@ class Converter:
 
     def _assistant(self, m: Any) -> list[Item]:
         chain = _str_or_none(getattr(m, "parent_tool_use_id", None))
-        blocks = self._blocks(getattr(m, "content", None) or [])
+        content = getattr(m, "content", None)
+        blocks = self._blocks(content if isinstance(content, list) else [])
         message: dict[str, Any] = {"role": "assistant", "model": getattr(m, "model", None), "content": blocks}
         for key, attr in (("id", "message_id"), ("stop_reason", "stop_reason"), ("usage", "usage")):
             if (value := getattr(m, attr, None)) is not None:
@@ -127,8 +129,9 @@ class Converter:
         for block in blocks:
             if block["type"] == "tool_use":
                 self._open_calls[block["id"]] = chain
-                if block["name"] in SUBAGENT_TOOLS and isinstance(block["input"].get("prompt"), str):
-                    self._agent_prompts[block["id"]] = block["input"]["prompt"]
+                prompt = block["input"].get("prompt") if isinstance(block["input"], dict) else None
+                if block["name"] in SUBAGENT_TOOLS and isinstance(prompt, str):
+                    self._agent_prompts[block["id"]] = prompt
         record = self._record(data, chain)
         if chain is None and self._streaming and message.get("id") != self._reply:
             self._reply = message.get("id")

@@ -84,9 +84,10 @@ class OrderedQueue:
         for item in items:
             self.put(item)
 
-    def abort(self, interrupted: Iterable[Record], status: TurnStatus = "cancelled") -> None:
-        """The session stops mid-turn: the interrupted results of the calls still running
-        (`Converter.interrupted()`), then the close, after everything queued before."""
+    def abort(self, interrupted: Iterable[QueueItem], status: TurnStatus = "cancelled") -> None:
+        """The session stops mid-turn: what `Converter.interrupted()` gives (the record it held,
+        interrupted results of the calls still running), then the close, after everything
+        queued before."""
         self.put_all(interrupted)
         self.put(Close(status))
 
