@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,11 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
         self.batches: list[int] = []
+        self.takes = 0  # batches taken from the queue (each one store transaction)
+
+    def batch(self) -> AbstractContextManager[object]:
+        self.takes += 1
+        return nullcontext()
 
     def deliver(self, records: Sequence[Record]) -> None:
         self.batches.append(len(records))
@@ -103,6 +109,7 @@ def test_put_never_blocks_and_records_waiting_together_are_one_batch() -> None:
     queue.close()
     anyio.run(queue.run, target)
     assert target.batches == [MAX_BATCH, MAX_BATCH, MAX_BATCH, 1, 2]
+    assert target.takes == 4  # the last take: a record, the prompt, two records
     assert target.calls[3 * MAX_BATCH + 1] == ("prompt", "next")
 
 
@@ -180,3 +187,36 @@ def test_notices_go_to_their_callback_in_order() -> None:
     queue.close()
     anyio.run(queue.run, Recorder(), seen.append)
     assert seen == [SessionStarted("S"), Partial("a"), Partial("b")]
+
+
+class CountingSink(MemorySink):
+    def __init__(self) -> None:
+        super().__init__("store")
+        self.writes = 0
+
+    def write(self, envelopes: Sequence[Any], processed_keys: Sequence[str] = ()) -> None:
+        self.writes += 1
+        super().write(envelopes, processed_keys)
+
+
+def test_what_the_consumer_takes_at_once_is_one_store_write_in_order() -> None:
+    sink = CountingSink()
+    queue = OrderedQueue()
+    for n in range(3):
+        queue.put(PromptSent(f"p{n}", f"p{n}"))
+        queue.put(make_record(assistant(text(f"a{n}"), uuid=f"u{n}").data))
+        queue.put(TurnResult("completed"))
+    queue.close()
+    anyio.run(queue.run, DedupeMirror(Mirror(Mapper(SequentialIds()), sink, clock=lambda: 1)))
+    assert sink.writes == 1
+    assert [e.ev.t for e in sink.envelopes] == ["text", "turn-start", "text", "turn-end"] * 3
+    assert sink.keys == ["p0", "u0", "p1", "u1", "p2", "u2"]
+
+
+def test_a_failure_inside_a_batch_still_writes_what_was_made() -> None:
+    sink = CountingSink()
+    mirror = Mirror(Mapper(SequentialIds()), sink, clock=lambda: 1)
+    with pytest.raises(RuntimeError), mirror.batch():
+        mirror.prompt_sent("kept", "p1")
+        raise RuntimeError("a bug further on")
+    assert sink.writes == 1 and [e.ev.t for e in sink.envelopes] == ["text", "turn-start"]

@@ -8,6 +8,7 @@ first copy of a record wins, whichever feed brought it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +35,9 @@ class DedupeMirror:
         self.mirror = mirror
         self.processed: set[str] = set()
         self.dropped = 0
+
+    def batch(self) -> AbstractContextManager[object]:
+        return self.mirror.batch()
 
     def deliver(self, records: Sequence[Record]) -> object:
         fresh = []

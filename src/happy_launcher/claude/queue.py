@@ -3,7 +3,7 @@
 Strictly FIFO: items are applied in the order they were put, never dropped, reordered or held
 back. `put` never blocks (the buffer is unbounded), so a slow consumer cannot stall the SDK
 reader; the consumer's own sinks already keep best-effort outputs from stalling it (FanOut).
-Records waiting together are applied as one batch (one store commit), in order.
+The items waiting together are applied as one batch (one store commit), in order.
 
 Abort (design §4): `abort` puts the synthetic interrupted results of the calls still running
 and then the close, so both go through after everything already queued; `close` then lets the
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,7 +48,10 @@ Notice = Partial | SessionStarted
 
 
 class QueueTarget(Protocol):
-    """What the queue applies items to: the session's mirror."""
+    """What the queue applies items to: the session's mirror. `batch`: the items taken at
+    once are applied inside it (the mirror commits them in one store transaction)."""
+
+    def batch(self) -> AbstractContextManager[object]: ...
 
     def deliver(self, records: Sequence[Record]) -> object: ...
 
@@ -109,7 +113,8 @@ class OrderedQueue:
                         items.append(self._receive.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                _apply(items, target, on_notice)
+                with target.batch():
+                    _apply(items, target, on_notice)
                 self._done += len(items)
                 if self._done == self._put:
                     self._caught_up.set()

@@ -6,7 +6,8 @@ and the dedupe keys (design §5); `happy replay` runs the same loop over a finis
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record, record_key
@@ -32,6 +33,7 @@ class Mirror:
         # Keys of the records mapped so far, when records may arrive more than once (two feeds,
         # a continued session): the first arrival wins, later copies are skipped.
         self._seen = seen
+        self._pending: tuple[list[Envelope], list[str]] | None = None  # inside `batch`
 
     def deliver(self, records: Iterable[Record]) -> list[Envelope]:
         """Map records and write their envelopes together with their dedupe keys."""
@@ -52,9 +54,23 @@ class Mirror:
                 keys.append(key)
         if clock is None:
             self._record_time = now
-        if envelopes or keys:
-            self._sink.write(envelopes, keys)
+        self._emit(envelopes, keys)
         return envelopes
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """What is written inside goes to the sink in one write at the end (one store
+        transaction), in order: the ordered queue applies the items it took at once."""
+        if self._pending is not None:
+            yield
+            return
+        pending: tuple[list[Envelope], list[str]] = ([], [])
+        self._pending = pending
+        try:
+            yield
+        finally:
+            self._pending = None
+            self._emit(*pending)
 
     def close_turn(self, status: TurnStatus) -> list[Envelope]:
         """End what is open (active subagents, then the turn) with `status`."""
@@ -62,9 +78,12 @@ class Mirror:
 
     def prompt_sent(self, text: str, uuid: str | None = None) -> list[Envelope]:
         """Remote mode sent Claude a prompt: its user text and turn start (design §4). Sent
-        with a `uuid`, the transcript's copy has that key: written as processed with them."""
+        with a `uuid`, Claude writes its record under that key: processed now, so the
+        transcript's copy is skipped."""
         envelopes = self.mapper.prompt_sent(text, self._now(), uuid)
-        self._sink.write(envelopes, [uuid] if uuid is not None else [])
+        if uuid is not None and self._seen is not None:
+            self._seen.add(uuid)
+        self._emit(envelopes, [uuid] if uuid is not None else [])
         return envelopes
 
     def end_turn(self, status: TurnStatus, service: str | None = None) -> list[Envelope]:
@@ -83,6 +102,12 @@ class Mirror:
         return self._clock() if self._clock is not None else self._record_time
 
     def _write(self, envelopes: list[Envelope]) -> list[Envelope]:
-        if envelopes:
-            self._sink.write(envelopes, [])
+        self._emit(envelopes, [])
         return envelopes
+
+    def _emit(self, envelopes: list[Envelope], keys: list[str]) -> None:
+        if self._pending is not None:
+            self._pending[0].extend(envelopes)
+            self._pending[1].extend(keys)
+        elif envelopes or keys:
+            self._sink.write(envelopes, keys)
