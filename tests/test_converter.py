@@ -213,6 +213,14 @@ def test_result_messages_end_the_turn(c: Converter, message: ResultMessage, want
     assert c.convert(message) == [want]
 
 
+def test_a_result_of_a_turn_claude_began_lists_the_prompts_it_took_in(c: Converter) -> None:
+    notification = {"kind": "task-notification"}
+    taken = result(origin=notification, user_message_uuid="p2", user_message_uuids=["p1", "p2"])
+    assert c.convert(taken) == [TurnResult("completed", None, "success", ("p1", "p2"))]
+    assert c.convert(result(origin=notification)) == [TurnResult("completed", None, "success", ())]
+    assert c.convert(result(origin={"kind": "human"}, user_message_uuid="p3"))[0].taken is None  # type: ignore[union-attr]
+
+
 def test_stream_events_are_partial_text_only(c: Converter) -> None:
     assert c.convert(event("content_block_delta", delta={"type": "text_delta", "text": "He"})) == [
         Partial("He")

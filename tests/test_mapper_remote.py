@@ -163,3 +163,25 @@ def test_a_subagent_at_work_during_its_parents_tool_call_stays_in_the_turn(m: Ma
     m.feed(assistant(tool_use("toolu_A", "Agent", prompt="sub task"), stop_reason="tool_use"), NOW)
     sub = rec(assistant(text("working")).data, parent_tool_use_id="toolu_A")
     assert evs(m.feed(sub, NOW)) == [("agent", {"t": "text", "text": "working"})]
+
+
+def test_a_background_turns_result_does_not_end_a_prompts_turn_it_did_not_take_in(m: Mapper) -> None:
+    m.prompt_sent("first", NOW, uuid="p1")
+    m.end_turn("completed", NOW)
+    m.feed(rec(assistant(text("agent done")).data, parent_tool_use_id="toolu_X"), NOW)  # an orphan: held
+    m.prompt_sent("second", NOW, uuid="p2")
+    turn = m.state.turn
+    assert m.end_turn("completed", NOW, taken=()) == []  # the notification's turn, not p2's
+    assert m.state.turn == turn
+    assert [e.ev.t for e in m.end_turn("completed", NOW, taken=("p2",))] == ["turn-end"]
+
+
+def test_a_background_turns_result_ends_a_turn_no_prompt_began(m: Mapper) -> None:
+    m.prompt_sent("go", NOW, uuid="p1")
+    m.feed(assistant(tool_use("toolu_A", "Agent", prompt="sub task")), NOW)
+    m.end_turn("completed", NOW)
+    m.feed(rec(assistant(text("working")).data, parent_tool_use_id="toolu_A"), NOW)  # opens a turn
+    assert [e.ev.t for e in m.end_turn("completed", NOW, taken=())] == ["turn-end"]
+    # A prompt sent without a uuid cannot be told apart: the result ends its turn.
+    m.prompt_sent("plain", NOW)
+    assert [e.ev.t for e in m.end_turn("completed", NOW, taken=())] == ["turn-end"]

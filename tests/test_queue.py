@@ -46,7 +46,9 @@ class Recorder:
     def prompt_sent(self, text: str, uuid: str | None = None) -> None:
         self.calls.append(("prompt", text))
 
-    def end_turn(self, status: TurnStatus, service: str | None = None) -> None:
+    def end_turn(
+        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
+    ) -> None:
         self.calls.append(("end", status))
 
     def close_turn(self, status: TurnStatus) -> None:

@@ -56,8 +56,10 @@ class DedupeMirror:
             self.processed.add(uuid)
         return self.mirror.prompt_sent(text, uuid)
 
-    def end_turn(self, status: TurnStatus, service: str | None = None) -> object:
-        return self.mirror.end_turn(status, service)
+    def end_turn(
+        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
+    ) -> object:
+        return self.mirror.end_turn(status, service, taken=taken)
 
     def close_turn(self, status: TurnStatus) -> object:
         return self.mirror.close_turn(status)

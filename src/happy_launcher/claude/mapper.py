@@ -7,7 +7,7 @@ the envelopes it makes, so the same records always give the same stream. All sta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from happy_launcher.claude.mapper_state import MAX_SENT_PROMPTS, MapperState, OrphanLimits, Subagent
@@ -93,14 +93,27 @@ class Mapper:
                 sent.append(text)
                 del sent[:-MAX_SENT_PROMPTS]
         self._start_turn(now, out)
+        self.state.turn_prompt = uuid
         return out
 
-    def end_turn(self, status: TurnStatus, now: int, service: str | None = None) -> list[Envelope]:
+    def end_turn(
+        self,
+        status: TurnStatus,
+        now: int,
+        service: str | None = None,
+        *,
+        taken: Collection[str] | None = None,
+    ) -> list[Envelope]:
         """A turn's result (remote mode: the SDK's ResultMessage) ends the open turn; `service`
         says why a failed one failed. Nothing when no turn is open: an api-error record has
-        already closed it `failed`, with its own service text. Unlike `close_turn`, subagents
-        are not stopped: background ones outlive the turn (design §2)."""
+        already closed it `failed`, with its own service text. `taken`: for a turn Claude began
+        itself (a background task's notification), the uuids of the prompts it took in: the
+        open turn of a prompt sent meanwhile is not its turn unless it took that prompt in.
+        Unlike `close_turn`, subagents are not stopped: background ones outlive the turn."""
         out: Out = []
+        prompt = self.state.turn_prompt
+        if taken is not None and prompt is not None and prompt not in taken:
+            return out
         if self.state.turn is not None:
             if status == "failed" and service:
                 self._agent(out, ServiceEv(text=service), now, None, None)
@@ -231,17 +244,9 @@ class Mapper:
         text = text_of(record.content)
         if not text or text.strip() in INTERRUPT_TEXTS:
             return
-        if sub is not None and sub.prompt == text:
-            # The SDK converter's synthetic root shows the prompt at once; the transcript's
-            # own root record, read later, then shows nothing (once).
-            if record.data.get(SYNTHETIC) == SYNTHETIC_SUBAGENT_PROMPT:
-                if sub.prompt_shown:
-                    return  # the transcript's root came first
-                sub.prompt_echo = True
-            elif sub.prompt_echo:
-                sub.prompt_echo = False
-                return
-            sub.prompt_shown = True
+        synthetic = record.data.get(SYNTHETIC) == SYNTHETIC_SUBAGENT_PROMPT
+        if sub is not None and not sub.shows_prompt(text, synthetic):
+            return
         self._agent(out, TextEv(text=text), now, sub.session_id if sub is not None else None, record.uuid)
 
     def _tool_results(
@@ -329,6 +334,7 @@ class Mapper:
     def _start_turn(self, now: int, out: Out) -> str:
         turn = self.state.turn = self._new_id()
         self.state.last_stop_reason = None  # `finish` judges this turn by its own replies only
+        self.state.turn_prompt = None
         out.append(self._make.agent(TurnStartEv(), turn=turn, time=now))
         return turn
 

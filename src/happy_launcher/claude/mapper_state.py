@@ -26,6 +26,22 @@ class Subagent:
     # ... from the SDK converter's synthetic root: the transcript's own root then shows nothing
     prompt_echo: bool = False
 
+    def shows_prompt(self, text: str, synthetic: bool) -> bool:
+        """Whether a sidechain prompt with `text` is shown: the SDK converter's synthetic root
+        shows the opening prompt at once and the transcript's own root, read later, nothing;
+        whichever of the two comes second shows nothing (once)."""
+        if text != self.prompt:
+            return True
+        if synthetic:
+            if self.prompt_shown:
+                return False
+            self.prompt_echo = True
+        elif self.prompt_echo:
+            self.prompt_echo = False
+            return False
+        self.prompt_shown = True
+        return True
+
 
 @dataclass(slots=True)
 class OrphanLimits:
@@ -58,6 +74,7 @@ class MapperStats:
 @dataclass(slots=True)
 class MapperState:
     turn: str | None = None
+    turn_prompt: str | None = None  # uuid of the prompt remote mode sent that opened `turn`
     subagents: dict[str, Subagent] = field(default_factory=dict)
     # sidechain record uuid -> provider tool id of its subagent (ancestry inference)
     uuid_owner: dict[str, str] = field(default_factory=dict)
@@ -83,6 +100,7 @@ class MapperState:
     def to_dict(self) -> dict[str, Any]:
         return {
             "turn": self.turn,
+            "turn_prompt": self.turn_prompt,
             "subagents": {tool_id: asdict(sub) for tool_id, sub in self.subagents.items()},
             "uuid_owner": self.uuid_owner,
             "agent_ids": self.agent_ids,
@@ -100,6 +118,7 @@ class MapperState:
     def from_dict(cls, data: dict[str, Any]) -> MapperState:
         state = cls(
             turn=data.get("turn"),
+            turn_prompt=data.get("turn_prompt"),
             subagents={tool_id: Subagent(**sub) for tool_id, sub in data.get("subagents", {}).items()},
             uuid_owner=dict(data.get("uuid_owner", {})),
             agent_ids=dict(data.get("agent_ids", {})),

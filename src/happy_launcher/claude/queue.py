@@ -57,7 +57,9 @@ class QueueTarget(Protocol):
 
     def prompt_sent(self, text: str, uuid: str | None = None) -> object: ...
 
-    def end_turn(self, status: TurnStatus, service: str | None = None) -> object: ...
+    def end_turn(
+        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
+    ) -> object: ...
 
     def close_turn(self, status: TurnStatus) -> object: ...
 
@@ -132,7 +134,7 @@ def _apply(items: list[QueueItem], target: QueueTarget, on_notice: Callable[[Not
         if isinstance(item, PromptSent):
             target.prompt_sent(item.text, item.uuid)
         elif isinstance(item, TurnResult):
-            target.end_turn(item.status, item.service)
+            target.end_turn(item.status, item.service, taken=item.taken)
         elif isinstance(item, Close):
             target.close_turn(item.status)
         elif on_notice is not None:

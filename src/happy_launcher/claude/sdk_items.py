@@ -27,6 +27,9 @@ class TurnResult:
     status: TurnStatus
     service: str | None = None
     reason: str | None = None  # the SDK's terminal_reason, else its subtype (for logs)
+    # A turn Claude began itself (origin: a background task's notification...): the uuids of
+    # the prompts it took in. None: a turn that a prompt began.
+    taken: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +57,24 @@ def turn_result(m: Any) -> TurnResult:
     subtype = str(getattr(m, "subtype", ""))
     reason = getattr(m, "terminal_reason", None)
     reason = reason if isinstance(reason, str) and reason else None
+    taken = _taken(m)
     if reason in _ABORTED_REASONS or (subtype == "error_during_execution" and reason is None):
-        return TurnResult("cancelled", reason=reason or subtype)
+        return TurnResult("cancelled", reason=reason or subtype, taken=taken)
     if not getattr(m, "is_error", False):
-        return TurnResult("completed", reason=reason or subtype)
-    return TurnResult("failed", _failure_text(m, subtype, reason), reason or subtype)
+        return TurnResult("completed", reason=reason or subtype, taken=taken)
+    return TurnResult("failed", _failure_text(m, subtype, reason), reason or subtype, taken)
+
+
+def _taken(m: Any) -> tuple[str, ...] | None:
+    """For a result whose turn Claude began itself, the prompts it took in (see TurnResult)."""
+    origin = getattr(m, "origin", None)
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if kind is None or kind == "human":
+        return None
+    uuids = getattr(m, "user_message_uuids", None)
+    first = getattr(m, "user_message_uuid", None)
+    listed = list(uuids) if isinstance(uuids, list) else []
+    return tuple(dict.fromkeys(u for u in [*listed, first] if isinstance(u, str)))
 
 
 def partial(event: object) -> Partial | None:

@@ -86,9 +86,11 @@ class Mirror:
         self._emit(envelopes, [uuid] if uuid is not None else [])
         return envelopes
 
-    def end_turn(self, status: TurnStatus, service: str | None = None) -> list[Envelope]:
-        """A turn result (remote mode): end the open turn, if any, with `status`."""
-        return self._write(self.mapper.end_turn(status, self._now(), service))
+    def end_turn(
+        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
+    ) -> list[Envelope]:
+        """A turn result (remote mode): end the open turn, if it is the result's (see Mapper)."""
+        return self._write(self.mapper.end_turn(status, self._now(), service, taken=taken))
 
     def finish(self) -> list[Envelope]:
         """The transcript is finished (replay): close what is open by the rule of design §2."""
