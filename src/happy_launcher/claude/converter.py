@@ -244,7 +244,8 @@ class Converter:
         return out
 
 
-# SDK messages that make nothing: task lifecycle (the records say it), rate limits, hook events.
+# SDK messages that make nothing, besides the SystemMessage kinds (status, task lifecycle,
+# hook events: the records and results say what matters of them).
 _SILENT = frozenset({"RateLimitEvent"})
 
 _BLOCKS: dict[str, Callable[[Any], dict[str, Any]]] = {

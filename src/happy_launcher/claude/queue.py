@@ -1,9 +1,11 @@
 """The ordered queue between remote mode's SDK reader and the session (design §4).
 
 Strictly FIFO: items are applied in the order they were put, never dropped, reordered or held
-back. `put` never blocks (the buffer is unbounded), so a slow consumer cannot stall the SDK
-reader; the consumer's own sinks already keep best-effort outputs from stalling it (FanOut).
-The items waiting together are applied as one batch (one store commit), in order.
+back. `put` never blocks (the buffer is unbounded): the SDK reader never waits for the consumer.
+Behind the consumer, FanOut disables a failing best-effort output and keeps a failing store's
+batches in order (both run on this event loop: a write that blocks the thread blocks both).
+The items waiting together are applied as one batch (one store commit), in order. Partial text
+and session ids may go through too, to `on_notice`, or straight to a screen: they are not stored.
 
 Abort (design §4): `abort` puts the synthetic interrupted results of the calls still running
 and then the close, so both go through after everything already queued; `close` then lets the
