@@ -24,7 +24,6 @@ from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.sinks import MemorySink
 from happy_launcher.session.store import SessionStore
 from tests.support.records import assistant, text
-from tests.support.remote_feed import DedupeMirror
 
 
 class Recorder:
@@ -153,7 +152,7 @@ def test_abort_ends_running_calls_then_closes_the_turn_after_what_was_queued() -
     queue.put_all(converter.convert(AssistantMessage([TextBlock("running"), call], "m", uuid="a1")))
     queue.abort(converter.interrupted())
     queue.close()
-    anyio.run(queue.run, DedupeMirror(mirror))
+    anyio.run(queue.run, mirror)
     assert [e.ev.model_dump(exclude_none=True) for e in sink.envelopes][2:] == [
         {"t": "text", "text": "running"},
         {"t": "tool-call-start", "call": "toolu_1", "name": "Bash", **SLEEP_TITLES, "args": SLEEP},
@@ -175,7 +174,7 @@ def test_a_failing_best_effort_sink_neither_stops_the_queue_nor_loses_envelopes(
             queue.put(make_record(assistant(text(f"a{n}"), uuid=f"u{n}").data))
             queue.put(TurnResult("completed"))
         queue.close()
-        anyio.run(queue.run, DedupeMirror(mirror))
+        anyio.run(queue.run, mirror)
         commit.close()
         assert len(store.envelopes("s1")) == 50 * 4
         assert store.processed_keys("s1") == {f"u{n}" for n in range(50)}
@@ -209,7 +208,7 @@ def test_what_the_consumer_takes_at_once_is_one_store_write_in_order() -> None:
         queue.put(make_record(assistant(text(f"a{n}"), uuid=f"u{n}").data))
         queue.put(TurnResult("completed"))
     queue.close()
-    anyio.run(queue.run, DedupeMirror(Mirror(Mapper(SequentialIds()), sink, clock=lambda: 1)))
+    anyio.run(queue.run, Mirror(Mapper(SequentialIds()), sink, clock=lambda: 1, seen=set()))
     assert sink.writes == 1
     assert [e.ev.t for e in sink.envelopes] == ["text", "turn-start", "text", "turn-end"] * 3
     assert sink.keys == ["p0", "u0", "p1", "u1", "p2", "u2"]

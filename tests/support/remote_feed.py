@@ -1,14 +1,13 @@
 """Remote mode's two feeds, sans-IO: a recorded SDK stream through converter -> queue -> mirror,
 merged with the transcript records that run wrote, in a chosen arrival order (tests, bench).
 
-The mirror here drops records whose key it has already processed, as the session's does: the
-first copy of a record wins, whichever feed brought it.
+The mirror drops records whose key it has already processed (`seen`), as the session's does:
+the first copy of a record wins, whichever feed brought it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,50 +18,13 @@ from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.queue import OrderedQueue, PromptSent, QueueItem
 from happy_launcher.claude.records import Record, record_key
 from happy_launcher.claude.session_files import SessionFiles
-from happy_launcher.protocol import Envelope, SequentialIds, TurnStatus
+from happy_launcher.protocol import Envelope, SequentialIds
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.sinks import EnvelopeSink, MemorySink
 from tests.support.sdk_stream import Interrupt, Prompt, load_stream
 
 Order = Literal["sdk_first", "transcript_lags", "transcript_first"]
 ORDERS: tuple[Order, ...] = ("sdk_first", "transcript_lags", "transcript_first")
-
-
-class DedupeMirror:
-    """A `QueueTarget`: the mirror, behind a filter of processed record keys."""
-
-    def __init__(self, mirror: Mirror) -> None:
-        self.mirror = mirror
-        self.processed: set[str] = set()
-        self.dropped = 0
-
-    def batch(self) -> AbstractContextManager[object]:
-        return self.mirror.batch()
-
-    def deliver(self, records: Sequence[Record]) -> object:
-        fresh = []
-        for record in records:
-            key = record_key(record)
-            if key is not None:
-                if key in self.processed:
-                    self.dropped += 1
-                    continue
-                self.processed.add(key)
-            fresh.append(record)
-        return self.mirror.deliver(fresh)
-
-    def prompt_sent(self, text: str, uuid: str | None = None) -> object:
-        if uuid is not None:
-            self.processed.add(uuid)
-        return self.mirror.prompt_sent(text, uuid)
-
-    def end_turn(
-        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
-    ) -> object:
-        return self.mirror.end_turn(status, service, taken=taken)
-
-    def close_turn(self, status: TurnStatus) -> object:
-        return self.mirror.close_turn(status)
 
 
 def main_transcript(scenario: Path) -> Path:
@@ -109,15 +71,22 @@ def merged(sdk: list[list[QueueItem]], transcript: list[Record], order: Order) -
     return out + transcript[released:]
 
 
-def run_live(items: list[QueueItem], sink: EnvelopeSink | None = None) -> tuple[list[Envelope], DedupeMirror]:
-    """Apply the items through the ordered queue to a deduplicating mirror; its envelopes."""
-    memory = MemorySink()
-    target = DedupeMirror(Mirror(Mapper(SequentialIds("live")), sink or memory, clock=lambda: 0))
+def live_mirror(sink: EnvelopeSink) -> Mirror:
+    """A live mirror (clock, ids) that skips records it has seen, as the session's does."""
+    return Mirror(Mapper(SequentialIds("live")), sink, clock=lambda: 0, seen=set())
+
+
+def run_live(items: list[QueueItem]) -> tuple[list[Envelope], int]:
+    """Apply the items through the ordered queue to a live mirror: its envelopes, and how many
+    records were skipped as copies of one already mapped."""
+    sink = MemorySink()
     queue = OrderedQueue()
     queue.put_all(items)
     queue.close()
-    anyio.run(queue.run, target)
-    return memory.envelopes, target
+    anyio.run(queue.run, live_mirror(sink))
+    keyed = [key for item in items if isinstance(item, Record) and (key := record_key(item)) is not None]
+    prompts = [item.uuid for item in items if isinstance(item, PromptSent) and item.uuid is not None]
+    return sink.envelopes, len(keyed) + len(prompts) - len(sink.keys)
 
 
 def envelope_view(envelopes: list[Envelope]) -> list[dict[str, Any]]:

@@ -2,8 +2,9 @@
 
 Strictly FIFO: items are applied in the order they were put, never dropped, reordered or held
 back. `put` never blocks (the buffer is unbounded): the SDK reader never waits for the consumer.
-Behind the consumer, FanOut disables a failing best-effort output and keeps a failing store's
-batches in order (both run on this event loop: a write that blocks the thread blocks both).
+Behind the consumer, the session's commit point disables a failing best-effort output and keeps
+a failing store's batches in order (all on this event loop: a write that blocks the thread
+blocks the reader too).
 The items waiting together are applied as one batch (one store commit), in order. Partial text
 and session ids may go through too, to `on_notice`, or straight to a screen: they are not stored.
 
