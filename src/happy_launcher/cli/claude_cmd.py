@@ -30,6 +30,8 @@ def run(argv: Sequence[str]) -> int:
         home = _usable_home(args, env)
         events = open_events_output(args.options.events) if args.options.events is not None else None
         cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
+        if args.options.remote:
+            return _run_remote(cfg)
         # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
         # is: no PTY, no terminal handling, byte for byte what `claude` would print.
         if args.headless or not (os.isatty(0) and os.isatty(1)):
@@ -71,6 +73,21 @@ def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
         sys.stderr.write(f"happy: {exc}; running Claude without mirroring\n")
         return None
     return home
+
+
+def _run_remote(cfg: LocalConfig) -> int:
+    import anyio
+
+    from happy_launcher.session.launcher import SessionRef
+    from happy_launcher.session.logfile import log_to
+    from happy_launcher.session.loop import run_session
+    from happy_launcher.session.remote import RemoteLauncher
+
+    if cfg.home is None:
+        raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
+    log_to(cfg.home)
+    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
+    return anyio.run(run_session, ref, RemoteLauncher(cfg)).code
 
 
 def _run_tui(cfg: LocalConfig) -> int:

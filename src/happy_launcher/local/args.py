@@ -52,6 +52,9 @@ stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is sti
                                descriptor N (3 or more) that you opened: `--happy-events fd:3 3>ev.jsonl`
   --happy-home DIR             happy's state directory (default: $HAPPY_HOME_DIR or ~/.happy)
   --happy-replay-existing      when resuming, also emit the envelopes of what the session already holds
+  --happy-remote               drive Claude through the Agent SDK (remote mode): a live view of the
+                               session in the terminal, prompts typed on its input line (without a
+                               terminal: one prompt per line of stdin)
   --happy-enable-hooks         force hooks on (disableAllHooks: false) so session changes are followed even
                                when your settings disable all hooks; re-enables your own hooks too
   --yolo                       same as --dangerously-skip-permissions
@@ -62,7 +65,7 @@ stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is sti
 # happy's own flags: name -> takes a value.
 _HAPPY_FLAGS = MappingProxyType({
     "--happy-events": True, "--happy-home": True, "--happy-replay-existing": False,
-    "--happy-enable-hooks": False,
+    "--happy-enable-hooks": False, "--happy-remote": False,
 })
 # fmt: on
 
@@ -75,6 +78,7 @@ class HappyOptions:
     home: Path | None = None  # --happy-home DIR
     replay_existing: bool = False  # --happy-replay-existing
     enable_hooks: bool = False  # --happy-enable-hooks: overlay sets disableAllHooks=false
+    remote: bool = False  # --happy-remote: Claude through the Agent SDK
     show_help: bool = False  # --help / -h: happy's help, which points to `claude --help`
 
 
@@ -299,6 +303,7 @@ def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
         home=Path(home).expanduser() if isinstance(home, str) else None,
         replay_existing=bool(b.happy.get("--happy-replay-existing")),
         enable_hooks=bool(b.happy.get("--happy-enable-hooks")),
+        remote=bool(b.happy.get("--happy-remote")),
         show_help=bool(b.happy.get("--help")),
     )
     return ClaudeArgs(

@@ -153,6 +153,7 @@ class Session:
         self.mirror.write(envelopes)
 
     def close_turn(self, status: TurnStatus) -> list[Envelope]:
+        """End what is open: active subagents, then the turn (Claude stopped, or was stopped)."""
         return self.mirror.close_turn(status)
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:

@@ -100,6 +100,15 @@ class Mirror:
         """Write envelopes made outside `deliver` (e.g. by the mapper for a prompt sent remotely)."""
         self._write(list(envelopes))
 
+    @property
+    def turn(self) -> str | None:
+        """The open turn's id, if any."""
+        return self.mapper.state.turn
+
+    def now(self) -> int:
+        """The time of envelopes made now (see the class docstring)."""
+        return self._now()
+
     def _now(self) -> int:
         return self._clock() if self._clock is not None else self._record_time
 

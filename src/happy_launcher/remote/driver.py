@@ -1,0 +1,251 @@
+"""Remote mode's engine: one `ClaudeSDKClient` on the session's Claude session (design §4).
+
+Two feeds go into the session's one mirror, deduped by record uuid (first arrival wins):
+- the SDK's messages, converted to transcript-shaped records (`claude/converter.py`), in the
+  order the client yields them, for speed;
+- the transcript tail, for what the SDK never emits (attachments, `api_error` records, resume
+  repairs).
+A prompt is sent with a uuid of ours, which Claude gives to its transcript record: the prompt
+record is committed (user text, turn-start) before Claude even sees the prompt, and the
+transcript's copy is the same record, so it is never mapped twice. Turns end with the SDK's
+`ResultMessage` (SDK transcripts have no `turn_duration`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+
+from happy_launcher.claude.converter import Converter
+from happy_launcher.claude.existing import ExistingFiles
+from happy_launcher.claude.queue import Notice, OrderedQueue, PromptSent
+from happy_launcher.claude.records import Record
+from happy_launcher.claude.scanner import TranscriptScanner
+from happy_launcher.claude.sdk_items import Partial, SessionStarted
+from happy_launcher.claude.session_files import SessionFiles
+from happy_launcher.claude.watch import make_watcher
+from happy_launcher.errors import HappyError
+from happy_launcher.protocol import TurnStatus
+
+_log = logging.getLogger(__name__)
+INTERRUPT_GRACE = 5.0  # seconds Claude gets to end an interrupted turn before we end it ourselves
+
+
+class RemoteError(HappyError):
+    """Remote mode could not drive Claude."""
+
+
+class MirrorPort(Protocol):
+    """What the driver needs of the session's mirror (`session/mirror.Mirror`): the ordered
+    queue's target."""
+
+    @property
+    def turn(self) -> str | None: ...
+
+    def batch(self) -> AbstractContextManager[object]: ...
+
+    def deliver(self, records: Sequence[Record]) -> object: ...
+
+    def prompt_sent(self, text: str, uuid: str | None = None) -> object: ...
+
+    def end_turn(
+        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
+    ) -> object: ...
+
+    def close_turn(self, status: TurnStatus) -> object: ...
+
+
+class SessionPort(Protocol):
+    """What the driver needs of the session (`session/core.Session`)."""
+
+    @property
+    def mirror(self) -> MirrorPort: ...
+
+    def set_claude_session(self, claude_session_id: str, source: str, transcript: Path | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SentPrompt:
+    uuid: str  # the prompt's transcript record (and its user envelope's `claudeUuid`)
+    turn: str  # the turn it opened
+
+
+class _Target:
+    """The queue's target: the session's mirror, noting when a turn's result is applied."""
+
+    def __init__(self, mirror: MirrorPort, on_result: Callable[[], None]) -> None:
+        self._mirror = mirror
+        self._on_result = on_result
+
+    def batch(self) -> AbstractContextManager[object]:
+        return self._mirror.batch()
+
+    def deliver(self, records: Sequence[Record]) -> object:
+        return self._mirror.deliver(records)
+
+    def prompt_sent(self, text: str, uuid: str | None = None) -> object:
+        return self._mirror.prompt_sent(text, uuid)
+
+    def end_turn(
+        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
+    ) -> object:
+        done = self._mirror.end_turn(status, service, taken=taken)
+        self._on_result()
+        return done
+
+    def close_turn(self, status: TurnStatus) -> object:
+        done = self._mirror.close_turn(status)
+        self._on_result()
+        return done
+
+
+class RemoteDriver:
+    """Sends prompts to Claude through the SDK and reads everything back into the session, all
+    through one ordered queue (SDK records, transcript records, prompts, turn results).
+
+    `run()` connects and serves until `close()`; `send()` starts a turn, `interrupt()` ends the
+    running one `cancelled`. `on_partial` sees streaming text (a preview, never stored)."""
+
+    def __init__(
+        self,
+        session: SessionPort,
+        options: ClaudeAgentOptions,
+        *,
+        transcript: Callable[[str], Path],
+        claude_session_id: str,
+        on_partial: Callable[[Partial], None] | None = None,
+    ) -> None:
+        self._session = session
+        self._options = options
+        self._transcript = transcript
+        self.claude_session_id = claude_session_id
+        self._on_partial = on_partial
+        self._converter = Converter()
+        self._queue = OrderedQueue()
+        self._client: ClaudeSDKClient | None = None
+        self._watcher = make_watcher()
+        self._scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
+        self._tailed: set[str] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._stopping = anyio.Event()
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running (sent, and its result not yet applied)."""
+        return not self._idle.is_set()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self._tail(self.claude_session_id, history=True)
+        target = _Target(self._session.mirror, lambda: self._idle.set())
+        try:
+            async with anyio.create_task_group() as queue_tg:
+                queue_tg.start_soon(self._queue.run, target, self._notice)
+                try:
+                    await self._serve(task_status)
+                finally:
+                    self._queue.close()  # the consumer applies what is queued, then returns
+            # Drained: what the transcript still holds goes straight to the mirror, in order.
+            self._session.mirror.deliver(_flatten(self._scanner.final_batches()))
+        finally:
+            self._watcher.close()
+
+    async def _serve(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with ClaudeSDKClient(self._options) as client, anyio.create_task_group() as tg:
+            self._client = client
+            try:
+                tg.start_soon(self._read, client)
+                tg.start_soon(self._scanner.run, self._from_transcript)
+                task_status.started()
+                await self._stopping.wait()
+                if self.busy:  # never a bare disconnect of a busy client: it waits for the turn
+                    await self._interrupt(client)
+                tg.cancel_scope.cancel()
+            finally:
+                self._client = None
+
+    def close(self) -> None:
+        self._stopping.set()
+
+    async def send(self, text: str) -> SentPrompt:
+        """Send a prompt: its user text and turn-start are committed before Claude sees it."""
+        client = self._require_client()
+        prompt_uuid = str(uuid.uuid4())
+        self._idle = anyio.Event()
+        self._queue.put(PromptSent(text, prompt_uuid))
+        await self._queue.flushed()
+        turn = self._session.mirror.turn
+        assert turn is not None
+        message = {"role": "user", "content": text}
+        await client.query(
+            _one({"type": "user", "message": message, "parent_tool_use_id": None, "uuid": prompt_uuid})
+        )
+        return SentPrompt(prompt_uuid, turn)
+
+    async def interrupt(self) -> None:
+        """End the running turn `cancelled` (Claude's own interrupt: 11-44 ms)."""
+        if self.busy:
+            await self._interrupt(self._require_client())
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def _interrupt(self, client: ClaudeSDKClient) -> None:
+        idle = self._idle
+        await client.interrupt()
+        with anyio.move_on_after(INTERRUPT_GRACE):
+            await idle.wait()
+            return
+        # Claude did not end the turn: close it ourselves, tool calls first (design §4).
+        _log.warning("Claude did not end the interrupted turn within %s s", INTERRUPT_GRACE)
+        self._queue.abort(self._converter.interrupted())
+        await self._queue.flushed()
+
+    def _require_client(self) -> ClaudeSDKClient:
+        if self._client is None:
+            raise RemoteError("remote mode is not connected to Claude (it ended, or never started)")
+        return self._client
+
+    async def _read(self, client: ClaudeSDKClient) -> None:
+        async for message in client.receive_messages():
+            self._queue.put_all(self._converter.convert(message))
+
+    async def _from_transcript(self, batch: list[Record]) -> None:
+        self._queue.put_all(batch)
+
+    def _notice(self, notice: Notice) -> None:
+        if isinstance(notice, Partial):
+            if self._on_partial is not None:
+                self._on_partial(notice)
+        elif isinstance(notice, SessionStarted) and notice.session_id != self.claude_session_id:
+            # Claude moved on to another session id (a /clear, a fork): follow it.
+            self.claude_session_id = notice.session_id
+            self._session.set_claude_session(
+                notice.session_id, "startup", self._transcript(notice.session_id)
+            )
+            self._tail(notice.session_id, history=False)
+
+    def _tail(self, claude_session_id: str, *, history: bool) -> None:
+        if claude_session_id in self._tailed:
+            return
+        self._tailed.add(claude_session_id)
+        path = self._transcript(claude_session_id)
+        known = ExistingFiles.of_sessions([path]).sizes if history else {}
+        self._scanner.add_main(path, known=known)
+
+
+def _flatten(batches: Iterator[list[Record]]) -> list[Record]:
+    return [record for batch in batches for record in batch]
+
+
+async def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield message

@@ -1,0 +1,113 @@
+"""A session driven in remote mode: what the Python API hands to scripts and what the remote
+screen drives. Envelopes come out as the protocol's `Envelope` models, read back from the
+session's commit point (so they are exactly what the store holds, in seq order)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from happy_launcher.protocol import Envelope
+from happy_launcher.remote.driver import RemoteDriver, SentPrompt
+from happy_launcher.remote.permissions import PermissionAnswer, PermissionBroker, PermissionRequest
+
+
+class Subscriber(Protocol):
+    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None: ...
+
+
+class Committed(Protocol):
+    """What a remote session needs of the happy session (`session/core.Session`)."""
+
+    id: str | None
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]: ...
+
+
+class _Feed:
+    """A session subscriber that queues committed envelopes for one reader (never blocks)."""
+
+    def __init__(self, send: MemoryObjectSendStream[Envelope]) -> None:
+        self._send = send
+
+    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
+        for envelope in envelopes:
+            self._send.send_nowait(envelope)
+
+
+class RemoteSession:
+    """One Claude session driven through the Agent SDK, mirrored as a happy session."""
+
+    def __init__(self, session: Committed, driver: RemoteDriver, permissions: PermissionBroker) -> None:
+        self._session = session
+        self._driver = driver
+        self.permissions = permissions
+
+    @property
+    def happy_session_id(self) -> str:
+        assert self._session.id is not None
+        return self._session.id
+
+    @property
+    def claude_session_id(self) -> str:
+        return self._driver.claude_session_id
+
+    @property
+    def busy(self) -> bool:
+        return self._driver.busy
+
+    async def send(self, text: str) -> AsyncIterator[Envelope]:
+        """Send a prompt and yield the envelopes of the turn it starts, from the prompt's user
+        text to its `turn-end` (completed, failed or cancelled)."""
+        async with self.committed() as envelopes:
+            sent = await self.submit(text)
+            async for envelope in envelopes:
+                if envelope.turn == sent.turn or (
+                    envelope.role == "user" and envelope.claudeUuid == sent.uuid
+                ):
+                    yield envelope
+                    if envelope.ev.t == "turn-end":
+                        return
+
+    async def submit(self, text: str) -> SentPrompt:
+        """Send a prompt once the running turn (if any) has ended; its envelopes come to the
+        subscribers. Returns at once after the prompt's user text and turn-start are committed."""
+        if self._driver.busy:
+            await self._driver.wait_idle()  # one turn at a time, in order
+        return await self._driver.send(text)
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Be told of every envelope committed from now on (`committed(seqs, envelopes)`)."""
+        return self._session.subscribe(subscriber)
+
+    async def interrupt(self) -> None:
+        """End the running turn `cancelled`; no-op when idle."""
+        await self._driver.interrupt()
+
+    async def wait_idle(self) -> None:
+        await self._driver.wait_idle()
+
+    def answer(self, request_id: str, answer: PermissionAnswer) -> bool:
+        """Answer a pending permission request; False if it is unknown or already answered."""
+        return self.permissions.answer(request_id, answer)
+
+    @property
+    def pending_permissions(self) -> list[PermissionRequest]:
+        return self.permissions.pending
+
+    @asynccontextmanager
+    async def committed(self) -> AsyncIterator[AsyncIterator[Envelope]]:
+        """Every envelope committed from now on, in seq order, while the block runs."""
+        send, receive = anyio.create_memory_object_stream[Envelope](math.inf)
+        unsubscribe: Callable[[], None] = self._session.subscribe(_Feed(send))
+        try:
+            async with receive:
+                yield receive
+        finally:
+            unsubscribe()
+            send.close()

@@ -1,0 +1,272 @@
+"""Remote mode end to end: the real bundled Claude driven through the real Agent SDK (the Python
+API, `happy_launcher.open_session`) against the suite's fake Messages API.
+
+Every scenario also checks the invariant of design §4: the envelopes committed live equal (up to
+ids and times) what `happy replay` makes of the transcript that run wrote. One mapper, two feeds.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+import happy_launcher
+from happy_launcher.protocol import Envelope, SequentialIds
+from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
+from happy_launcher.remote.remote_session import RemoteSession
+from happy_launcher.session.replay import replay_file
+from happy_launcher.session.store import SessionStore
+from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.fake_anthropic import (
+    ErrorReply,
+    FakeAnthropic,
+    RecordedRequest,
+    Reply,
+    Rule,
+    Script,
+    Text,
+    Thinking,
+    ToolUse,
+)
+from tests.support.happy_tui import happy_executable
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.timeout(90)]
+
+SUB_PROMPT = "SUBAGENT-TASK: run `echo from-subagent` with Bash and report what it printed."
+
+
+def echo(req: RecordedRequest) -> Reply:
+    if "SLOW" in req.last_user_text:  # long enough to be interrupted mid-stream
+        return Reply([Text(" ".join(f"word{i}" for i in range(400)))], chunk_delay=0.05, chunk_size=8)
+    return Reply([Text("Echo: " + req.last_user_text)])
+
+
+def agent_call(background: bool) -> ToolUse:
+    return ToolUse(
+        "Agent",
+        {
+            "description": "Echo from a subagent",
+            "prompt": SUB_PROMPT,
+            "subagent_type": "general-purpose",
+            "run_in_background": background,
+        },
+    )
+
+
+def rules() -> list[Rule]:
+    bash = ToolUse("Bash", {"command": "echo hi > written.txt", "description": "Write a file"})
+    return [
+        Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
+        Rule(name="after bash", tool_result="Bash", first_prompt="use bash", reply=Reply([Text("Done.")])),
+        Rule(name="think", prompt="think", reply=Reply([Thinking("Pondering."), Text("Thought it over.")])),
+        Rule(name="overloaded", prompt="overload", reply=ErrorReply(529)),
+        Rule(name="fg", prompt="Delegate now", reply=Reply([Text("Delegating."), agent_call(False)])),
+        Rule(name="bg", prompt="Delegate later", reply=Reply([Text("Delegating."), agent_call(True)])),
+        Rule(
+            name="sub bash",
+            prompt="SUBAGENT-TASK",
+            reply=Reply([ToolUse("Bash", {"command": "echo from-subagent", "description": "Echo"})]),
+        ),
+        Rule(
+            name="sub answer",
+            first_prompt="SUBAGENT-TASK",
+            tool_result="Bash",
+            reply=Reply([Text("The command printed: from-subagent")]),
+        ),
+        Rule(name="after agent", tool_result="Agent", reply=Reply([Text("The subagent is done or on it.")])),
+        Rule(
+            name="notified",
+            raw_prompt="<task-notification>",
+            reply=Reply([Text("Background agent finished.")]),
+        ),
+    ]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic(Script(rules(), fallback=echo)) as api:
+        yield api
+
+
+@pytest.fixture
+def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
+    return make_claude_env(tmp_path / "claude", fake.url, permission_mode="default", allow=(), max_retries=1)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "happy"
+
+
+def options(cenv: ClaudeEnv, home: Path, **more: Any) -> dict[str, Any]:
+    env = {**cenv.env, "HAPPY_CLAUDE_PATH": str(cenv.binary)}
+    return {"cwd": cenv.cwd, "env": env, "home": home, **more}
+
+
+def shape(envelopes: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Envelopes up to ids and times: turn and subagent ids by order of first appearance."""
+    names: dict[str, str] = {}
+
+    def name(value: str | None, prefix: str) -> str | None:
+        return None if value is None else names.setdefault(value, f"{prefix}{len(names)}")
+
+    out = []
+    for env in envelopes:
+        ev = {k: v for k, v in env["ev"].items() if k not in ("call",)}
+        out.append(
+            (
+                env["role"],
+                name(env.get("turn"), "turn"),
+                name(env.get("subagent"), "sub"),
+                orjson.dumps(ev, option=orjson.OPT_SORT_KEYS),
+            )
+        )
+    return out
+
+
+def stored(home: Path, session_id: str) -> list[dict[str, Any]]:
+    with SessionStore.open(home) as store:
+        return [orjson.loads(body) for _, body in store.raw_envelopes(session_id)]
+
+
+def replayed(cenv: ClaudeEnv, claude_session_id: str) -> list[dict[str, Any]]:
+    out = io.BytesIO()
+    replay_file(cenv.transcript_path(claude_session_id), SequentialIds("replay"), out)
+    return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+
+def kinds(envelopes: list[Envelope]) -> list[str]:
+    return [f"{e.ev.t}:{e.ev.status}" if e.ev.t == "turn-end" else e.ev.t for e in envelopes]
+
+
+async def turn(session: RemoteSession, text: str) -> list[Envelope]:
+    with anyio.fail_after(45):
+        return [e async for e in session.send(text)]
+
+
+def assert_live_equals_replay(cenv: ClaudeEnv, home: Path, happy_id: str, claude_id: str) -> None:
+    assert shape(stored(home, happy_id)) == shape(replayed(cenv, claude_id))
+
+
+async def test_text_turn_live_equals_replay(cenv: ClaudeEnv, home: Path, fake: FakeAnthropic) -> None:
+    async with happy_launcher.open_session(**options(cenv, home)) as s:
+        envelopes = await turn(s, "hello remote")
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    assert kinds(envelopes) == ["text", "turn-start", "text", "turn-end:completed"]
+    assert envelopes[0].role == "user" and getattr(envelopes[2].ev, "text", None) == "Echo: hello remote"
+    system = fake.requests[-1].system_text
+    assert "Claude Code" in system and len(system) > 1000  # the claude_code preset, not the SDK's bare prompt
+    assert [e.id for e in envelopes] == [e["id"] for e in stored(home, happy_id)]
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+def test_run_one_shot(cenv: ClaudeEnv, home: Path) -> None:
+    envelopes = happy_launcher.run("hello once", **options(cenv, home))
+    assert kinds(envelopes) == ["text", "turn-start", "text", "turn-end:completed"]
+
+
+class Answering:
+    """A permission listener that answers every request at once with `answer`."""
+
+    def __init__(self, session: RemoteSession, answer: PermissionAnswer) -> None:
+        self.session, self.answer, self.seen = session, answer, list[PermissionRequest]()
+
+    def requested(self, request: PermissionRequest) -> None:
+        self.seen.append(request)
+        assert self.session.answer(request.id, self.answer)
+        assert not self.session.answer(request.id, PermissionAnswer(True))  # first answer wins
+
+    def settled(self, request_id: str, answer: PermissionAnswer) -> None:
+        pass
+
+
+@pytest.mark.parametrize("allow", [True, False])
+async def test_permission_allow_and_deny(cenv: ClaudeEnv, home: Path, allow: bool) -> None:
+    async with happy_launcher.open_session(**options(cenv, home)) as s:
+        answering = Answering(s, PermissionAnswer(allow, message="" if allow else "not today"))
+        s.permissions.listen(answering)
+        envelopes = await turn(s, "use bash please")
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    [request] = answering.seen
+    assert request.tool == "Bash" and request.title == "Write a file"
+    assert (cenv.cwd / "written.txt").exists() == allow
+    assert kinds(envelopes)[-1] == "turn-end:completed"
+    assert "tool-call-start" in kinds(envelopes)
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+async def test_permission_timeout_denies(cenv: ClaudeEnv, home: Path) -> None:
+    async with happy_launcher.open_session(**options(cenv, home, permission_timeout=0.2)) as s:
+        envelopes = await turn(s, "use bash please")
+    assert not (cenv.cwd / "written.txt").exists()
+    assert kinds(envelopes)[-1] == "turn-end:completed"
+
+
+async def test_interrupt_mid_stream_then_next_prompt(cenv: ClaudeEnv, home: Path) -> None:
+    async with happy_launcher.open_session(**options(cenv, home)) as s:
+        got: list[Envelope] = []
+
+        async def first() -> None:
+            async for envelope in s.send("SLOW please"):
+                got.append(envelope)
+                if envelope.ev.t == "turn-start":
+                    await s.interrupt()
+
+        with anyio.fail_after(30):
+            await first()
+        after = await turn(s, "hello again")
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    assert kinds(got)[-1] == "turn-end:cancelled"
+    assert kinds(after) == ["text", "turn-start", "text", "turn-end:completed"]
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+async def test_api_error_fails_the_turn_with_a_message(cenv: ClaudeEnv, home: Path) -> None:
+    async with happy_launcher.open_session(**options(cenv, home)) as s:
+        envelopes = await turn(s, "overload me")
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    assert kinds(envelopes)[-1] == "turn-end:failed"
+    services = [e.ev.text for e in envelopes if e.ev.t == "service"]
+    assert services and "529" in services[0]
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+async def test_thinking_and_foreground_subagent(cenv: ClaudeEnv, home: Path) -> None:
+    async with happy_launcher.open_session(**options(cenv, home, permission_mode="bypassPermissions")) as s:
+        thought = await turn(s, "think hard")
+        delegated = await turn(s, "Delegate now")
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    assert any(getattr(e.ev, "thinking", False) for e in thought)
+    starts = [e for e in delegated if e.ev.t == "start"]
+    assert len(starts) == 1 and starts[0].subagent is not None
+    assert kinds(delegated)[-1] == "turn-end:completed"
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+async def test_resume_continues_a_local_session(cenv: ClaudeEnv, home: Path) -> None:
+    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [happy_executable(), "claude", "-p", "first local"], env=env, cwd=cenv.cwd
+        )
+    assert done.returncode == 0, done.stderr
+    with SessionStore.open(home) as store:
+        [local] = store.list_sessions()
+    before = stored(home, local.id)
+    assert local.claude_session_id is not None
+    async with happy_launcher.open_session(**options(cenv, home, resume=local.claude_session_id)) as s:
+        envelopes = await turn(s, "then remote")
+        assert s.happy_session_id == local.id and s.claude_session_id == local.claude_session_id
+    after = stored(home, local.id)
+    assert after[: len(before)] == before and [e["id"] for e in after[len(before) :]] == [
+        e.id for e in envelopes
+    ]
+    assert kinds(envelopes) == ["text", "turn-start", "text", "turn-end:completed"]
+    assert list(cenv.project_dir.glob("*.jsonl")) == [cenv.transcript_path(local.claude_session_id)]
+    assert_live_equals_replay(cenv, home, local.id, local.claude_session_id)
