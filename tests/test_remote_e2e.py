@@ -8,12 +8,14 @@ ids and times) what `happy replay` makes of the transcript that run wrote. One m
 from __future__ import annotations
 
 import io
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
+import pexpect
 import pytest
 
 import happy_launcher
@@ -270,3 +272,48 @@ async def test_resume_continues_a_local_session(cenv: ClaudeEnv, home: Path) -> 
     assert kinds(envelopes) == ["text", "turn-start", "text", "turn-end:completed"]
     assert list(cenv.project_dir.glob("*.jsonl")) == [cenv.transcript_path(local.claude_session_id)]
     assert_live_equals_replay(cenv, home, local.id, local.claude_session_id)
+
+
+def test_cli_remote_without_a_terminal_reads_prompts_from_stdin(cenv: ClaudeEnv, home: Path) -> None:
+    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
+    done = subprocess.run(
+        [happy_executable(), "claude", "--happy-remote", "hello one"],
+        input=b"hello two\n",
+        env=env,
+        cwd=cenv.cwd,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"Echo: hello one\nEcho: hello two\n"
+    with SessionStore.open(home) as store:
+        [session] = store.list_sessions()
+    assert session.status == "completed" and session.claude_session_id is not None
+    envelopes = stored(home, session.id)
+    assert [e["ev"].get("status") for e in envelopes if e["ev"]["t"] == "turn-end"] == ["completed"] * 2
+    assert_live_equals_replay(cenv, home, session.id, session.claude_session_id)
+
+
+def test_cli_remote_screen_in_a_terminal(cenv: ClaudeEnv, home: Path) -> None:
+    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary), "TERM": "xterm"}
+    shell = f"stty -g; {happy_executable()} claude --happy-remote; echo rc=$?; stty -g"
+    child = pexpect.spawn("sh", ["-c", shell], cwd=str(cenv.cwd), env=env, dimensions=(30, 100), timeout=45)
+    try:
+        child.expect(r"([0-9a-f:]+)\r\n")
+        before = child.match.group(1)
+        child.expect("remote")  # the status line
+        child.send("hello screen\r")
+        child.expect("Echo: hello screen")
+        child.send("\x03")
+        child.send("\x03")  # Ctrl-C twice when idle: exit
+        child.expect(r"rc=(\d+)\r\n")
+        assert child.match.group(1) == b"0"
+        child.expect(r"([0-9a-f:]+)\r\n")
+        assert child.match.group(1) == before  # the terminal is as it was
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    with SessionStore.open(home) as store:
+        [session] = store.list_sessions()
+    assert session.status == "completed"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Self
 
@@ -147,10 +147,6 @@ class Session:
     def deliver(self, records: Iterable[Record]) -> list[Envelope]:
         """Map records (those already processed are skipped) and commit their envelopes."""
         return self.mirror.deliver(records)
-
-    def emit(self, envelopes: Sequence[Envelope]) -> None:
-        """Commit envelopes made outside the mapper's record feed (e.g. a prompt sent remotely)."""
-        self.mirror.write(envelopes)
 
     def close_turn(self, status: TurnStatus) -> list[Envelope]:
         """End what is open: active subagents, then the turn (Claude stopped, or was stopped)."""
