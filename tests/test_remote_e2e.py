@@ -66,6 +66,11 @@ def rules() -> list[Rule]:
     return [
         Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
         Rule(name="after bash", tool_result="Bash", first_prompt="use bash", reply=Reply([Text("Done.")])),
+        Rule(
+            name="sleep",
+            prompt="use sleep",
+            reply=Reply([Text("Sleeping."), ToolUse("Bash", {"command": "sleep 20; echo slept"})]),
+        ),
         Rule(name="think", prompt="think", reply=Reply([Thinking("Pondering."), Text("Thought it over.")])),
         Rule(name="overloaded", prompt="overload", reply=ErrorReply(529)),
         Rule(name="fg", prompt="Delegate now", reply=Reply([Text("Delegating."), agent_call(False)])),
@@ -73,13 +78,17 @@ def rules() -> list[Rule]:
         Rule(
             name="sub bash",
             prompt="SUBAGENT-TASK",
-            reply=Reply([ToolUse("Bash", {"command": "echo from-subagent", "description": "Echo"})]),
+            # Slower than the parent's next reply, as with a real model: a background agent's
+            # work lands after the parent's turn (replay orders files, not their interleaving).
+            reply=Reply(
+                [ToolUse("Bash", {"command": "echo from-subagent", "description": "Echo"})], delay=1.0
+            ),
         ),
         Rule(
             name="sub answer",
             first_prompt="SUBAGENT-TASK",
             tool_result="Bash",
-            reply=Reply([Text("The command printed: from-subagent")]),
+            reply=Reply([Text("The command printed: from-subagent")], delay=0.5),
         ),
         Rule(name="after agent", tool_result="Agent", reply=Reply([Text("The subagent is done or on it.")])),
         Rule(
@@ -226,6 +235,39 @@ async def test_interrupt_mid_stream_then_next_prompt(cenv: ClaudeEnv, home: Path
         happy_id, claude_id = s.happy_session_id, s.claude_session_id
     assert kinds(got)[-1] == "turn-end:cancelled"
     assert kinds(after) == ["text", "turn-start", "text", "turn-end:completed"]
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+async def test_interrupt_mid_tool_ends_the_tool_then_the_turn(cenv: ClaudeEnv, home: Path) -> None:
+    async with happy_launcher.open_session(**options(cenv, home, permission_mode="bypassPermissions")) as s:
+        got: list[Envelope] = []
+        with anyio.fail_after(30):
+            async for envelope in s.send("use sleep now"):
+                got.append(envelope)
+                if envelope.ev.t == "tool-call-start":
+                    await s.interrupt()
+        after = await turn(s, "hello after the tool")
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    ends = kinds(got)
+    assert ends[-1] == "turn-end:cancelled"
+    assert ends.index("tool-call-end") < ends.index("turn-end:cancelled")  # the tool's end first
+    assert kinds(after)[-1] == "turn-end:completed"
+    assert_live_equals_replay(cenv, home, happy_id, claude_id)
+
+
+async def test_background_subagent_live_equals_replay(cenv: ClaudeEnv, home: Path) -> None:
+    async with happy_launcher.open_session(**options(cenv, home, permission_mode="bypassPermissions")) as s:
+        async with s.committed() as committed:
+            first = await turn(s, "Delegate later")
+            with anyio.fail_after(45):  # the agent works on after the turn; its stop ends it
+                async for envelope in committed:
+                    if envelope.ev.t == "stop":
+                        break
+            await s.wait_idle()  # the notification's own turn (Claude's second result)
+        happy_id, claude_id = s.happy_session_id, s.claude_session_id
+    assert kinds(first)[-1] == "turn-end:completed"
+    everything = stored(home, happy_id)
+    assert [e["ev"]["t"] for e in everything].count("start") == 1
     assert_live_equals_replay(cenv, home, happy_id, claude_id)
 
 
