@@ -22,7 +22,7 @@ from happy_launcher.protocol import (
 )
 from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.events_output import open_events_output
-from happy_launcher.session.sinks import JsonLinesSink, MemorySink
+from happy_launcher.session.sinks import BackgroundSink, JsonLinesSink, MemorySink
 from happy_launcher.session.store import SessionStore
 
 TURN = "turn00000000000000000001"
@@ -317,7 +317,9 @@ def test_commit_point_close_retries_then_reports_losses_and_never_raises(
     assert other.envelopes == []
     messages = records(caplog)
     assert "store: 2 envelopes could not be written and are lost" in messages
-    assert "events: closing failed: [Errno 9] Bad file descriptor" in messages
+    assert (
+        "events failed and is disabled for the rest of the session: [Errno 9] Bad file descriptor" in messages
+    )
     assert messages[-1] == "envelopes written after the session was closed (a bug in happy): dropped"
 
 
@@ -351,3 +353,54 @@ def test_an_inherited_events_fd_is_not_passed_on_to_claude() -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+class Stalled(MemorySink):
+    """A best-effort sink whose writes wait until `go` is set (a reader that does not drain)."""
+
+    def __init__(self) -> None:
+        super().__init__("events")
+        self.go = threading.Event()
+
+    def write(self, envelopes: Sequence[Envelope], processed_keys: Sequence[str] = ()) -> None:
+        assert self.go.wait(10)
+        super().write(envelopes, processed_keys)
+
+
+def test_a_slow_best_effort_sink_never_holds_up_the_store_and_keeps_the_order(
+    store: SessionStore, factory: EnvelopeFactory
+) -> None:
+    slow = Stalled()
+    commit = CommitPoint(store, "s1", [BackgroundSink(slow)])
+    batches = [batch(factory, str(n)) for n in range(50)]
+    for sent in batches:
+        commit.write(sent)  # returns at once although the sink is stuck
+    assert stored(store) == [env for sent in batches for env in sent]
+    assert slow.envelopes == []
+    slow.go.set()
+    commit.close()
+    assert slow.envelopes == [env for sent in batches for env in sent]
+    assert commit.stats.disabled == ()
+
+
+def test_a_background_sink_reports_a_failure_by_the_next_write_or_at_close(
+    store: SessionStore, factory: EnvelopeFactory
+) -> None:
+    failing = MemorySink("events")
+    failing.fail_with = OSError(28, "No space left on device")
+    commit = CommitPoint(store, "s1", [BackgroundSink(failing)])
+    commit.write(batch(factory, "a"))  # fails in the thread; nobody writes again
+    commit.close()
+    assert commit.stats.failures == ("events: No space left on device",)
+    assert len(stored(store)) == 2  # the store has everything all the same
+
+
+def test_a_background_sink_gives_up_on_a_reader_too_slow_to_keep_up(factory: EnvelopeFactory) -> None:
+    slow = Stalled()
+    sink = BackgroundSink(slow, limit=3, close_wait=0.01)
+    sink.write(batch(factory, "a"))  # 2 envelopes
+    with pytest.raises(OSError, match="too slow"):
+        sink.write(batch(factory, "b"))
+    with pytest.raises(OSError, match="still waiting"):
+        sink.close()
+    slow.go.set()

@@ -143,11 +143,14 @@ class CommitPoint:
             lost = sum(len(b.envelopes) for b in self._backlog)
             self._dropped += lost
             self._log.error("store: %d envelopes could not be written and are lost", lost)
-        for sink in self._sinks:
+        for i, sink in enumerate(self._sinks):
             try:
                 sink.close()
             except Exception as exc:
-                self._log.error("%s: closing failed: %s", _name(sink), exc)
+                if i in self._disabled:
+                    self._log.error("%s: closing failed: %s", _name(sink), exc)
+                else:  # a failure it could only tell now (a sink writing in the background)
+                    self._disable(i, sink, exc)
 
     def _drain(self) -> None:
         written = 0
@@ -183,10 +186,13 @@ class CommitPoint:
             try:
                 sink.write(envelopes)
             except Exception as exc:
-                self._disabled[i] = _describe(exc)
-                self._log.error("%s failed and is disabled for the rest of the session: %s", _name(sink), exc)
+                self._disable(i, sink, exc)
         for subscriber in list(self._subscribers):
             subscriber.committed(seqs, envelopes)
+
+    def _disable(self, i: int, sink: EnvelopeSink, exc: Exception) -> None:
+        self._disabled[i] = _describe(exc)
+        self._log.error("%s failed and is disabled for the rest of the session: %s", _name(sink), exc)
 
     def _mark_failing(self, exc: Exception) -> None:
         if not self._failing:  # one line per outage, not one per retry

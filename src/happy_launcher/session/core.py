@@ -28,7 +28,7 @@ from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.home import run_dir
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.procs import is_alive, this_process
-from happy_launcher.session.sinks import EnvelopeSink, JsonLinesSink
+from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
 from happy_launcher.session.store import SessionInfo, SessionStore
 from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
 
@@ -132,7 +132,7 @@ class Session:
         return True
 
     def _sinks(self) -> list[EnvelopeSink]:
-        return [] if self._events is None else [JsonLinesSink(self._events)]
+        return [] if self._events is None else [BackgroundSink(JsonLinesSink(self._events))]
 
     def _sweep(self, home: Path) -> None:
         """End what dead launchers left behind; a failure here must not stop this session."""

@@ -5,6 +5,8 @@ never reaches the Claude session."""
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -71,3 +73,56 @@ class MemorySink:
 
     def close(self) -> None:
         self.closed = True
+
+
+class BackgroundSink:
+    """Writes another sink's batches from a thread of its own, in order, so that a slow reader (a
+    pipe drained slowly, a stalled disk) never holds up the session's event loop, and with it
+    Claude's messages. A failure in the thread is raised by the next `write` or by `close`; so is
+    a backlog beyond `limit` envelopes (the reader is too slow to keep up)."""
+
+    def __init__(self, sink: EnvelopeSink, *, limit: int = 100_000, close_wait: float = 5.0) -> None:
+        self._sink = sink
+        self.name = str(getattr(sink, "name", type(sink).__name__))
+        self._limit = limit
+        self._close_wait = close_wait
+        self._batches: queue.SimpleQueue[tuple[Envelope, ...] | None] = queue.SimpleQueue()
+        self._waiting = 0  # envelopes queued and not written yet
+        self._lock = threading.Lock()
+        self._failure: Exception | None = None
+        self._thread: threading.Thread | None = None
+
+    def write(self, envelopes: Sequence[Envelope], processed_keys: Sequence[str] = ()) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if not envelopes:
+            return
+        with self._lock:
+            if self._waiting + len(envelopes) > self._limit:
+                raise OSError(f"its reader is too slow ({self._waiting} envelopes waiting)")
+            self._waiting += len(envelopes)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"sink {self.name}", daemon=True)
+            self._thread.start()
+        self._batches.put(tuple(envelopes))
+
+    def close(self) -> None:
+        """Write what is queued (waiting at most `close_wait` seconds), then close the sink."""
+        if self._thread is not None:
+            self._batches.put(None)
+            self._thread.join(self._close_wait)
+            if self._thread.is_alive() and self._failure is None:
+                self._failure = OSError(f"{self._waiting} envelopes were still waiting for the reader")
+        self._sink.close()
+        if self._failure is not None:
+            raise self._failure
+
+    def _run(self) -> None:
+        while (batch := self._batches.get()) is not None:
+            if self._failure is None:
+                try:
+                    self._sink.write(batch)
+                except Exception as exc:
+                    self._failure = exc
+            with self._lock:
+                self._waiting -= len(batch)
