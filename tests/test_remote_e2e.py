@@ -347,6 +347,7 @@ def test_cli_remote_screen_in_a_terminal(cenv: ClaudeEnv, home: Path) -> None:
         child.expect("remote")  # the status line
         child.send("hello screen\r")
         child.expect("Echo: hello screen")
+        child.expect("Turn completed")  # idle again: Ctrl-C no longer interrupts
         child.send("\x03")
         child.send("\x03")  # Ctrl-C twice when idle: exit
         child.expect(r"rc=(\d+)\r\n")

@@ -33,13 +33,9 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from happy_launcher.claude.converter import Converter
-from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.queue import OrderedQueue, PromptSent, QueueItem
 from happy_launcher.claude.sdk_items import Partial, SessionStarted
-from happy_launcher.protocol import Cuid2Ids, wall_clock_ms
-from happy_launcher.session.commit import CommitPoint
-from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.store import SessionStore
+from happy_launcher.session.core import Session
 from tests.support.sdk_stream import FIXTURES, Interrupt, Prompt, decode_message, scenario_names
 
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-([0-9a-f]{12})")
@@ -79,20 +75,20 @@ def items_of(converter: Converter, message: Any) -> list[QueueItem]:
 
 
 class Pipeline:
+    """The session's real commit point: envelopes, keys and mapper state in one transaction."""
+
     def __init__(self, home: Path) -> None:
-        self.store = SessionStore.open(home)
-        self.store.create_session("bench", cwd="/", started_at=wall_clock_ms())
-        self.commit = CommitPoint(self.store, "bench")
-        self.target = Mirror(Mapper(Cuid2Ids()), self.commit, clock=wall_clock_ms, seen=set())
+        self.session = Session(home, Path("/"))
+        self.target = self.session.mirror
         self.queue = OrderedQueue()
         self.converter = Converter()
 
     def envelopes(self) -> int:
-        return len(self.store.raw_envelopes("bench"))
+        assert self.session.id is not None
+        return len(self.session.store.raw_envelopes(self.session.id))
 
     def close(self) -> None:
-        self.commit.close()
-        self.store.close()
+        self.session.close()
 
 
 async def feed(pipe: Pipeline, messages: list[Any], *, paced: bool) -> float:
