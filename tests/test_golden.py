@@ -127,7 +127,7 @@ def test_golden_replay(name: str) -> None:
     envelopes = replay(name)
     got = []
     for env, expected in zip(envelopes, EXPECTED[name], strict=False):
-        ev = env.ev.model_dump(exclude_none=True)
+        ev = env.to_dict()["ev"]
         fields = {k: ev[k] for k in expected[3] if k in ev}
         got.append((env.role, "S" if env.subagent else "", ev["t"], fields))
     assert got == EXPECTED[name]

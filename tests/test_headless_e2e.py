@@ -26,7 +26,7 @@ import pytest
 from happy_launcher.session.store import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
-from tests.support.happy_tui import happy_executable
+from tests.support.happy_tui import checked_envelope, happy_executable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -104,7 +104,7 @@ def normalized(value: Any, key: str = "") -> Any:
 def mirrored(home: Path) -> list[dict[str, Any]]:
     with SessionStore.open(home) as store:
         (session,) = store.list_sessions()
-        return [orjson.loads(body) for _, body in store.raw_envelopes(session.id)]
+        return [checked_envelope(body) for _, body in store.raw_envelopes(session.id)]
 
 
 def session_status(home: Path) -> tuple[str, str | None]:

@@ -31,7 +31,15 @@ from cuid2 import is_cuid
 from happy_launcher.session.store import SessionInfo, SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
-from tests.support.happy_tui import Envelope, HappyTui, getpid_alive, happy_executable, kinds, wait_pid_gone
+from tests.support.happy_tui import (
+    Envelope,
+    HappyTui,
+    checked_envelope,
+    getpid_alive,
+    happy_executable,
+    kinds,
+    wait_pid_gone,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,7 +105,7 @@ def store_sessions(home: Path) -> list[SessionInfo]:
 
 def store_envelopes(home: Path, session: str) -> list[Envelope]:
     with SessionStore.open(home) as store:
-        return [orjson.loads(body) for _, body in store.raw_envelopes(session)]
+        return [checked_envelope(body) for _, body in store.raw_envelopes(session)]
 
 
 def store_keys(home: Path, session: str) -> set[str]:

@@ -26,7 +26,7 @@ NOW = 5
 
 
 def evs(envelopes: list[Envelope]) -> list[dict[str, Any]]:
-    return [e.ev.model_dump(exclude_none=True) for e in envelopes]
+    return [e.to_dict()["ev"] for e in envelopes]
 
 
 def feed_all(m: Mapper, *records: Any) -> list[Envelope]:
@@ -66,7 +66,7 @@ def test_text_and_thinking_blocks(m: Mapper) -> None:
 )
 def test_tool_call_titles(m: Mapper, name: str, args: dict[str, Any], title: str) -> None:
     out = m.feed(assistant(tool_use("toolu_a", name, **args)), NOW)
-    ev = out[-1].ev.model_dump()
+    ev = out[-1].to_dict()["ev"]
     assert ev["t"] == "tool-call-start" and ev["name"] == name and ev["args"] == args
     assert ev["title"] == title and len(ev["title"]) <= 80
 
@@ -108,9 +108,7 @@ def test_subagent_tool_hides_parent_call_and_stops_on_result(m: Mapper, tool: st
 )
 def test_subagent_start_title(m: Mapper, args: dict[str, Any], title: str | None) -> None:
     out = m.feed(assistant(tool_use("toolu_t", "Agent", **args)), NOW)
-    assert out[-1].ev.model_dump(exclude_none=True) == (
-        {"t": "start", "title": title} if title else {"t": "start"}
-    )
+    assert out[-1].to_dict()["ev"] == ({"t": "start", "title": title} if title else {"t": "start"})
 
 
 def test_user_prompt_closes_open_turn_then_one_user_text_then_its_turn_starts(m: Mapper) -> None:
@@ -123,7 +121,7 @@ def test_user_prompt_closes_open_turn_then_one_user_text_then_its_turn_starts(m:
         ("user", "text"),
         ("agent", "turn-start"),
     ]
-    assert out[2].ev.model_dump() == {"t": "turn-end", "status": "completed"}
+    assert out[2].to_dict()["ev"] == {"t": "turn-end", "status": "completed"}
     assert out[3].turn is None and out[3].claudeUuid == "u-9"
     assert out[4].turn != out[0].turn and m.turn_open
     reply = m.feed(assistant(text("b")), NOW)

@@ -1,9 +1,13 @@
-"""Envelope and event models: field rules of seed 002 and design §1."""
+"""Envelopes and events: field rules of seed 002 and design §1, as the validating wire model
+checks them, and the plain classes happy makes envelopes with, which must agree with it."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,13 +17,16 @@ from happy_launcher.protocol import (
     Cuid2Ids,
     Envelope,
     EnvelopeFactory,
+    ImageMeta,
     SequentialIds,
     TextEv,
     ToolCallStartEv,
     envelope_schema,
     looks_like_cuid2,
     parse_envelope,
+    wire,
 )
+from happy_launcher.protocol.events import EVENT_TYPES
 
 CUID = "ckv9l0m1n2o3p4q5r6s7t8u9"
 
@@ -34,6 +41,10 @@ def env(**overrides: Any) -> dict[str, Any]:
     }
     base.update(overrides)
     return {k: v for k, v in base.items() if v is not None}
+
+
+def parse(data: dict[str, Any]) -> Envelope:
+    return parse_envelope(orjson.dumps(data))
 
 
 EVENTS: list[dict[str, Any]] = [
@@ -66,7 +77,7 @@ EVENTS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("ev", EVENTS)
 def test_all_nine_events_validate_and_round_trip(ev: dict[str, Any]) -> None:
-    e = Envelope.model_validate(env(ev=ev, subagent=CUID))
+    e = parse(env(ev=ev, subagent=CUID))
     assert parse_envelope(e.to_json()) == e
     assert e.to_dict()["ev"] == ev
 
@@ -92,17 +103,19 @@ def test_all_nine_events_validate_and_round_trip(ev: dict[str, Any]) -> None:
 )
 def test_invalid_envelopes_are_rejected(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        Envelope.model_validate(env(**overrides))
+        parse(env(**overrides))
 
 
 def test_envelopes_are_frozen() -> None:
-    e = Envelope.model_validate(env())
-    with pytest.raises(ValidationError):
-        setattr(e, "time", 5)  # noqa: B010 - assigning to a frozen model must fail
+    e = parse(env())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(e, "time", 5)  # noqa: B010 - assigning to a frozen envelope must fail
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(e.ev, "text", "y")  # noqa: B010 - and to its event
 
 
 def test_user_envelope_needs_no_turn() -> None:
-    e = Envelope.model_validate(env(role="user", turn=None))
+    e = parse(env(role="user", turn=None))
     assert "turn" not in e.to_dict()
 
 
@@ -122,7 +135,7 @@ def test_factory_uses_injected_ids_and_time() -> None:
 def test_envelopes_the_factory_makes_validate(ev: dict[str, Any]) -> None:
     """The factory skips validation (the hot path): what it makes must still be valid."""
     make = EnvelopeFactory(Cuid2Ids())
-    event = Envelope.model_validate(env(ev=ev)).ev
+    event = parse(env(ev=ev)).ev
     made = [
         make.agent(event, turn=CUID, time=3),
         make.agent(event, turn=CUID, time=3, subagent=CUID, claude_uuid="u-1", usage={"output_tokens": 2}),
@@ -130,10 +143,28 @@ def test_envelopes_the_factory_makes_validate(ev: dict[str, Any]) -> None:
         make.user_text("a prompt", 5, claude_uuid="u-2"),
     ]
     for e in made:
-        again = Envelope.model_validate_json(e.to_json())
+        again = parse_envelope(e.to_json())
         assert again == e
         assert again.to_json() == e.to_json()
-        assert Envelope.model_validate(e.to_dict()).to_dict() == e.to_dict()
+        assert parse(e.to_dict()).to_dict() == e.to_dict()
+
+
+@pytest.mark.parametrize("cls", [Envelope, ImageMeta, *EVENT_TYPES.values()], ids=lambda c: c.__name__)
+def test_the_plain_classes_have_the_fields_of_the_wire_model(cls: type[Any]) -> None:
+    """Same names, order, required fields and defaults: what happy makes, the model describes."""
+    model = getattr(wire, cls.__name__)
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    assert [f.name for f in fields] == list(model.model_fields)
+    for f in fields:
+        spec = model.model_fields[f.name]
+        assert (f.default is dataclasses.MISSING) == spec.is_required(), f.name
+        if not spec.is_required():
+            assert f.default == spec.default, f.name
+
+
+def test_every_event_type_is_in_the_wire_union() -> None:
+    union = wire.Envelope.model_fields["ev"].annotation
+    assert {m.__name__ for m in typing.get_args(union)} == {c.__name__ for c in EVENT_TYPES.values()}
 
 
 def test_an_envelope_is_serialised_once() -> None:
@@ -141,11 +172,11 @@ def test_an_envelope_is_serialised_once() -> None:
     assert e.to_json() is e.to_json()  # the store and the events file share the bytes
 
 
-def test_json_beyond_what_orjson_takes_falls_back_to_pydantic() -> None:
+def test_json_beyond_what_orjson_takes_falls_back_to_the_stdlib() -> None:
     args = {"n": 2**70, "none": None}  # None inside arguments stays: only fields are omitted
     ev = ToolCallStartEv(call="c", name="n", title="t", description="d", args=args)
     e = EnvelopeFactory(Cuid2Ids()).agent(ev, turn=CUID, time=1)
-    assert Envelope.model_validate_json(e.to_json()) == e
+    assert parse_envelope(e.to_json()) == e
     assert b'"n":1180591620717411303424,"none":null' in e.to_json()
 
 

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from happy_launcher.cli.app import app
-from happy_launcher.protocol import Envelope
+from happy_launcher.protocol import Envelope, parse_envelope
 from tests.support.transcripts import assistant, user, write_jsonl
 
 runner = CliRunner()
@@ -23,7 +23,7 @@ runner = CliRunner()
 
 def replay(path: Path) -> tuple[int, list[Envelope], str]:
     result = runner.invoke(app, ["replay", str(path)])
-    envelopes = [Envelope.model_validate_json(line) for line in result.stdout_bytes.splitlines()]
+    envelopes = [parse_envelope(line) for line in result.stdout_bytes.splitlines()]
     return result.exit_code, envelopes, result.stderr
 
 
@@ -59,7 +59,7 @@ def test_replay_prints_envelopes_with_record_times(tmp_path: Path) -> None:
     ]
     t0 = int(datetime(2026, 11, 21, 10, tzinfo=UTC).timestamp() * 1000)
     assert (envs[0].time, envs[2].time) == (t0, t0 + 1000)
-    assert envs[-1].ev.model_dump() == {"t": "turn-end", "status": "completed"}
+    assert envs[-1].to_dict()["ev"] == {"t": "turn-end", "status": "completed"}
     assert "5 records -> 8 envelopes" in err
 
 
@@ -94,7 +94,7 @@ def test_malformed_input_loses_nothing_else(tmp_path: Path) -> None:
     path.write_bytes(b"\n".join(lines))
     code, envs, err = replay(path)
     assert code == 0
-    texts = [e.ev.model_dump().get("text") for e in envs if e.ev.t == "text"]
+    texts = [e.to_dict()["ev"].get("text") for e in envs if e.ev.t == "text"]
     assert texts[:3] == ["hello", "hi!", "x" * (20 * 1024 * 1024)]
     assert texts[3] == "caf\ufffd \ufffd"  # invalid UTF-8 kept, with replacement characters
     assert "1 lines with invalid UTF-8 (replaced)" in err  # … and counted, not silent
@@ -142,7 +142,7 @@ def test_a_finished_transcript_closes_the_turn_of_an_unanswered_prompt(tmp_path:
         ("agent", "turn-start"),
         ("agent", "turn-end"),
     ]
-    assert envs[-1].ev.model_dump() == {"t": "turn-end", "status": "cancelled"}
+    assert envs[-1].to_dict()["ev"] == {"t": "turn-end", "status": "cancelled"}
     assert envs[-1].turn == envs[-2].turn
 
 
@@ -159,8 +159,8 @@ def shell(script: str, **env: str) -> subprocess.CompletedProcess[bytes]:
 
 def shape(stdout: bytes) -> list[tuple[str, dict[str, object]]]:
     """The envelopes without their random ids."""
-    envs = [Envelope.model_validate_json(line) for line in stdout.splitlines()]
-    return [(e.role, e.ev.model_dump(exclude_none=True)) for e in envs]
+    envs = [parse_envelope(line) for line in stdout.splitlines()]
+    return [(e.role, e.to_dict()["ev"]) for e in envs]
 
 
 @pytest.mark.parametrize(

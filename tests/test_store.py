@@ -344,4 +344,4 @@ def test_seqs_stay_right_when_another_store_wrote_in_between(
     with SessionStore.open(tmp_path / "home") as other:
         assert other.append_envelopes("s1", texts(factory, "b")) == [2]
     assert store.append_envelopes("s1", texts(factory, "c", "d")) == [3, 4]
-    assert [e.ev.model_dump()["text"] for _, e in store.envelopes("s1")] == ["a", "b", "c", "d"]
+    assert [e.to_dict()["ev"]["text"] for _, e in store.envelopes("s1")] == ["a", "b", "c", "d"]

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 import pexpect
 
+from happy_launcher.protocol import parse_envelope
 from tests.support.claude_env import ClaudeEnv
 
 READY_MARKERS = ("for shortcuts", "shift+tab to cycle")
@@ -175,7 +176,7 @@ class HappyTui:
             data = self.events_path.read_bytes()
         except FileNotFoundError:
             return []
-        return [orjson.loads(line) for line in data.splitlines() if line.endswith(b"}")]
+        return [checked_envelope(line) for line in data.splitlines() if line.endswith(b"}")]
 
     def wait_events(
         self, pred: Callable[[list[Envelope]], bool], timeout: float = 30, what: str = ""
@@ -275,6 +276,14 @@ class HappyTui:
 
 def _children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def checked_envelope(line: bytes) -> Envelope:
+    """An envelope happy wrote, as plain JSON, after checking it against the protocol's
+    validating model (happy makes its envelopes without validating them)."""
+    parse_envelope(line)
+    envelope: Envelope = orjson.loads(line)
+    return envelope
 
 
 def kinds(envelopes: list[Envelope]) -> list[tuple[str, str]]:

@@ -94,6 +94,6 @@ def simplify(envelopes: list[Envelope], subagents: dict[str, str] | None = None)
             item["turn"] = turns.setdefault(env.turn, f"T{len(turns) + 1}")
         if env.subagent is not None:
             item["subagent"] = names.get(env.subagent, env.subagent)
-        item["ev"] = env.ev.model_dump(exclude_none=True)
+        item["ev"] = env.to_dict()["ev"]
         out.append(item)
     return out

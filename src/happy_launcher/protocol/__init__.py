@@ -1,4 +1,5 @@
-"""The session protocol: envelopes, the 9 events, ids. Imports nothing else of ours."""
+"""The session protocol: envelopes, the 9 events, ids. Imports nothing else of ours, and no
+validation library: `protocol/wire.py` (pydantic) is loaded only where envelopes are read back."""
 
 from happy_launcher.protocol.envelope import Envelope, EnvelopeFactory, envelope_schema, parse_envelope
 from happy_launcher.protocol.events import (

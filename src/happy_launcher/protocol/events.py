@@ -1,87 +1,106 @@
-"""The 9 session-protocol events (seed 002, design §1), discriminated by `t`."""
+"""The 9 session-protocol events (seed 002, design §1), discriminated by `t`.
+
+Plain frozen dataclasses, not validating models: happy makes one per transcript record on the
+hot path, and the mirror of a running Claude must load fast (pydantic alone took ~0.15 s of CPU,
+beside Claude). Their fields can only express what the protocol allows but for a few values
+(the tests check every envelope happy makes against `protocol/wire.py`'s models, which
+validate what is read from outside and give the JSON schema).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from dataclasses import dataclass
+from typing import Any, Literal
 
 TurnStatus = Literal["completed", "failed", "cancelled"]
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class TextEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class TextEv:
     t: Literal["text"] = "text"
     text: str
     thinking: bool | None = None
 
 
-class ServiceEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class ServiceEv:
     t: Literal["service"] = "service"
     text: str
 
 
-class ToolCallStartEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStartEv:
     t: Literal["tool-call-start"] = "tool-call-start"
-    call: str = Field(min_length=1)
-    name: str = Field(min_length=1)
+    call: str
+    name: str
     title: str
     description: str
     args: dict[str, Any]
 
 
-class ToolCallEndEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEndEv:
     t: Literal["tool-call-end"] = "tool-call-end"
-    call: str = Field(min_length=1)
+    call: str
 
 
-class ImageMeta(_Event):
-    width: NonNegativeInt
-    height: NonNegativeInt
+@dataclass(frozen=True, kw_only=True)
+class ImageMeta:
+    width: int
+    height: int
     thumbhash: str
 
 
-class FileEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class FileEv:
     t: Literal["file"] = "file"
-    ref: str = Field(min_length=1)
+    ref: str
     name: str
-    size: NonNegativeInt
+    size: int
     image: ImageMeta | None = None
 
 
-class TurnStartEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class TurnStartEv:
     t: Literal["turn-start"] = "turn-start"
 
 
-class TurnEndEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class TurnEndEv:
     t: Literal["turn-end"] = "turn-end"
     status: TurnStatus
 
 
-class StartEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class StartEv:
     t: Literal["start"] = "start"
     title: str | None = None
 
 
-class StopEv(_Event):
+@dataclass(frozen=True, kw_only=True)
+class StopEv:
     t: Literal["stop"] = "stop"
 
 
-Event = Annotated[
-    TextEv
-    | ServiceEv
-    | ToolCallStartEv
-    | ToolCallEndEv
-    | FileEv
-    | TurnStartEv
-    | TurnEndEv
-    | StartEv
-    | StopEv,
-    Field(discriminator="t"),
-]
+Event = (
+    TextEv | ServiceEv | ToolCallStartEv | ToolCallEndEv | FileEv | TurnStartEv | TurnEndEv | StartEv | StopEv
+)
+
+# By `t`: what a validated envelope read back is rebuilt with.
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.t: cls
+    for cls in (
+        TextEv,
+        ServiceEv,
+        ToolCallStartEv,
+        ToolCallEndEv,
+        FileEv,
+        TurnStartEv,
+        TurnEndEv,
+        StartEv,
+        StopEv,
+    )
+}
 
 # Lifecycle and service events only an agent can produce (design §1).
 AGENT_ONLY_EVENTS = frozenset({"service", "start", "stop", "turn-start", "turn-end"})
