@@ -6,9 +6,7 @@ wheel. The environment comes in as a parameter so callers (and tests) control it
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -34,6 +32,8 @@ def bundled_claude() -> Path | None:
     ``find_spec`` locates the package without importing it: importing ``claude_agent_sdk`` pulls in the
     whole SDK (hundreds of ms), far too slow for a lookup done on every start.
     """
+    import importlib.util  # the last resort: not loaded before Claude's spawn otherwise
+
     try:
         spec = importlib.util.find_spec("claude_agent_sdk")
     except (ImportError, ValueError):
@@ -70,6 +70,8 @@ def find_claude(env: Mapping[str, str], *, bundled: Callable[[], Path | None] = 
     # An empty value counts as unset, the usual shell idiom for switching an override off.
     if override:
         return _from_env_var(override)
+    import shutil  # (~3 ms, before Claude's spawn: only when needed)
+
     # An empty PATH means "no directories": which() then finds nothing instead of falling back to os.environ.
     on_path = shutil.which("claude", path=env.get("PATH", ""))
     if on_path is not None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 _JSONL = ".jsonl"
 
 
-@dataclass(frozen=True)
-class ExistingFiles:
+class ExistingFiles(NamedTuple):
     """Sizes of transcript files (main and subagent) taken before the launch.
 
     `covered`: main transcripts whose session this snapshot describes fully, existing or not (a

@@ -25,10 +25,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from happy_launcher.claude.cli_flags import OPTIONAL_VALUE, SHORT, VALUE_OPTIONS, VARIADIC, looks_like_option
 from happy_launcher.errors import UsageError
@@ -70,8 +69,11 @@ _HAPPY_FLAGS = MappingProxyType({
 # fmt: on
 
 
-@dataclass(frozen=True)
-class HappyOptions:
+# The records below are NamedTuples, not dataclasses: they are made before Claude is spawned, and
+# `dataclasses` (with `inspect`) and the making of each class cost ~25 ms of Claude's start-up.
+
+
+class HappyOptions(NamedTuple):
     """happy's own options (``--happy-*``, ``--help``)."""
 
     events: str | None = None  # --happy-events PATH|fd:N (checked when opened: session/events_output.py)
@@ -82,8 +84,7 @@ class HappyOptions:
     show_help: bool = False  # --help / -h: happy's help, which points to `claude --help`
 
 
-@dataclass(frozen=True)
-class SessionIntent:
+class SessionIntent(NamedTuple):
     """What the user asked for, session-wise, parsed once at start."""
 
     kind: Literal["fresh", "resume", "continue"] = "fresh"
@@ -94,14 +95,13 @@ class SessionIntent:
     fork: bool = False  # --fork-session (only with resume/continue; Claude ignores it otherwise, so do we)
 
 
-@dataclass(frozen=True)
-class ClaudeArgs:
+class ClaudeArgs(NamedTuple):
     """The parsed `happy claude` argv."""
 
     passthrough: tuple[str, ...]  # to Claude, in order, minus session/happy flags and --settings
     user_settings: str | None  # the user's --settings value (a path or inline JSON), merged into our overlay
-    intent: SessionIntent = field(default_factory=SessionIntent)
-    options: HappyOptions = field(default_factory=HappyOptions)
+    intent: SessionIntent = SessionIntent()
+    options: HappyOptions = HappyOptions()
     headless: bool = False  # -p/--print given (stays in passthrough)
     # Indexes in `passthrough` of positional tokens (the prompt; `--` and all after it): the first launch
     # sends them, a relaunch must not (it would submit the opening prompt again).
@@ -119,21 +119,21 @@ class ClaudeArgs:
         return tuple(t for i, t in enumerate(self.passthrough) if i not in skip)
 
 
-@dataclass
 class _Builder:
     """Mutable state of one parse (local to the call)."""
 
-    passthrough: list[str] = field(default_factory=list)
-    settings: str | None = None
-    resume: bool = False
-    resume_id: str | None = None
-    cont: bool = False
-    session_id: str | None = None
-    fork: bool = False
-    headless: bool = False
-    happy: dict[str, str | bool] = field(default_factory=dict)
-    prompt_positions: list[int] = field(default_factory=list)
-    variadic: bool = False  # the last option was variadic: plain tokens are its values
+    def __init__(self) -> None:
+        self.passthrough: list[str] = []
+        self.settings: str | None = None
+        self.resume = False
+        self.resume_id: str | None = None
+        self.cont = False
+        self.session_id: str | None = None
+        self.fork = False
+        self.headless = False
+        self.happy: dict[str, str | bool] = {}
+        self.prompt_positions: list[int] = []
+        self.variadic = False  # the last option was variadic: plain tokens are its values
 
     def positional(self, tokens: Sequence[str]) -> None:
         start = len(self.passthrough)

@@ -16,7 +16,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Relayed to Claude when sent to us alone; SIGCHLD wakes the wait when Claude exits.
 RELAYED = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
@@ -27,8 +27,7 @@ _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)
 _SI_USER = 0  # si_code of a signal sent with kill(); the terminal's are SI_KERNEL
 
 
-@dataclass(frozen=True)
-class DirectExit:
+class DirectExit(NamedTuple):
     code: int  # shell-style: exit status, or 128+signal if Claude was killed by a signal
     signal: int | None  # the signal that killed Claude, if any
     received: int | None  # the last signal someone sent to happy itself (passed on to Claude)

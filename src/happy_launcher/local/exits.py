@@ -3,11 +3,10 @@ headless run must not import the PTY machinery to read it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class ChildExit:
+class ChildExit(NamedTuple):
     code: int  # shell-style: exit status, or 128+signal if killed by a signal
     signal: int | None  # the signal that killed it, if any
     stopped_by_us: bool  # True when we terminated it (stop()/signal forwarding of SIGTERM/SIGHUP)

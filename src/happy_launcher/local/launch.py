@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from happy_launcher.claude.cli_flags import looks_like_option
 from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, new_uuid4
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(NamedTuple):
     """The session flags of ONE launch of Claude."""
 
     mode: Literal["fresh", "resume", "continue"]

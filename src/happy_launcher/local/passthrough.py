@@ -8,7 +8,6 @@ command that way.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import os
@@ -113,7 +112,7 @@ class _SignalRelay:
     def outcome(self, child: ChildExit) -> ChildExit:
         if self._ended_by is None:
             return child
-        return dataclasses.replace(child, code=128 + self._ended_by, stopped_by_us=True)
+        return child._replace(code=128 + self._ended_by, stopped_by_us=True)
 
     async def run(
         self, signals: AsyncIterator[signal.Signals], tg: anyio.abc.TaskGroup, size_fds: tuple[int, int]

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from happy_launcher.local.args import ClaudeArgs
 from happy_launcher.session.events_output import EventsOutput
 
 
-@dataclass(frozen=True)
-class LocalConfig:
+class LocalConfig(NamedTuple):
     args: ClaudeArgs
     binary: Path
     env: Mapping[str, str]

@@ -7,9 +7,8 @@ output), and envelopes mixed into it would corrupt both.
 
 from __future__ import annotations
 
-import fcntl
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from happy_launcher.errors import UsageError
 
@@ -17,8 +16,7 @@ _FD_PREFIX = "fd:"
 _HINT = "give a file path, or fd:N for a descriptor you opened (e.g. `--happy-events fd:3 3>events.jsonl`)"
 
 
-@dataclass(frozen=True)
-class EventsOutput:
+class EventsOutput(NamedTuple):
     fd: int
     name: str  # for messages: "events file PATH" or "events fd:N"
     owned: bool  # opened by us, so closed by us
@@ -47,6 +45,8 @@ def _inherited_fd(spec: str) -> EventsOutput:
     number = spec[len(_FD_PREFIX) :]
     if not number.isdigit():
         raise UsageError(f"--happy-events {spec}: N in fd:N must be a number: {_HINT}")
+    import fcntl  # only for this form: the module is loaded before Claude starts
+
     fd = int(number)
     if fd <= 2:
         raise UsageError(f"--happy-events {spec}: fd 0-2 belong to Claude: use fd:3 or higher")
