@@ -16,8 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from ptyprocess import PtyProcess
-
 from happy_launcher.fdio import write_all
 
 _log = logging.getLogger(__name__)
@@ -38,10 +36,9 @@ class ChildProcess:
     recycled pid and an ioctl never hits a closed (possibly reused) fd number.
     """
 
-    def __init__(self, proc: PtyProcess) -> None:
-        self._proc = proc
-        self.pid: int = proc.pid
-        self.fd: int = proc.fd
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
         self.status: int | None = None  # raw wait status once reaped
         self._lock = threading.Lock()
         self._closed = False
@@ -95,10 +92,7 @@ class ChildProcess:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                # Close through ptyprocess's file object and mark it closed, so that its __del__
-                # neither closes a reused fd number later nor sleeps and kills in close().
-                self._proc.fileobj.close()
-                self._proc.closed = True
+                os.close(self.fd)
 
 
 class Inbox:

@@ -16,22 +16,19 @@ import os
 import pathlib
 import shutil
 import signal
-import sys
-import termios
 from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 import anyio.abc
 import anyio.from_thread
 import anyio.to_thread
-from ptyprocess import PtyProcess
 
 from happy_launcher.local.exits import ChildExit
+from happy_launcher.local.pty_leader import PtySpec, spawn_leader
 from happy_launcher.local.pty_pump import ChildProcess, Inbox, Pump
 from happy_launcher.local.terminal import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
-_LEADER = str(pathlib.Path(__file__).with_name("pty_leader.py"))
 _DRAIN_TIMEOUT = 1.0  # pause_input(): longest wait for the pump to write out the child's output
 
 
@@ -156,32 +153,13 @@ class PtySession:
         await exited.wait()
 
     def _spawn(self) -> ChildProcess:
-        rows, cols = self._dimensions or terminal_size(self._stdout_fd, self._stdin_fd)
+        size = self._dimensions or terminal_size(self._stdout_fd, self._stdin_fd)
         command = _resolve_command(self._argv[0], self._env, self._cwd)
-        err_read, err_write = os.pipe()
-        with os.fdopen(err_read, "rb") as exec_errors:
-            try:
-                proc = PtyProcess.spawn(
-                    [sys.executable, "-I", "-S", _LEADER, str(err_write), command, *self._argv[1:]],
-                    env=self._env,
-                    dimensions=(rows, cols),
-                    preexec_fn=functools.partial(
-                        _prepare_child, os.fspath(self._cwd), self._child_attrs, err_write
-                    ),
-                    pass_fds=(err_write,),
-                )
-            finally:
-                os.close(err_write)
-            error = exec_errors.read()  # EOF, and nothing, once the command is exec'd
-        child = ChildProcess(proc)
-        if error:
-            child.try_reap(block=True)  # the leader exits at once when the command could not start
-            child.close()
-            code = int(error)
-            raise OSError(code, os.strerror(code), command)
+        spec = PtySpec([command, *self._argv[1:]], self._env, os.fspath(self._cwd), size, self._child_attrs)
+        child = ChildProcess(*spawn_leader(spec))
         # Non-blocking so the pump can never deadlock writing input to a child that is itself
         # blocked writing output we are not reading.
-        os.set_blocking(proc.fd, False)
+        os.set_blocking(child.fd, False)
         return child
 
     async def _pump_until_exit(self, child: ChildProcess) -> int:
@@ -227,21 +205,10 @@ async def _wait_for(event: anyio.Event, seconds: float) -> bool:
 
 
 def _resolve_command(command: str, env: Mapping[str, str], cwd: str | os.PathLike[str]) -> str:
-    # Resolve against the child's PATH and cwd (ptyprocess would use ours).
+    # Resolve against the child's PATH and cwd: the leader execs a path.
     if os.sep in command:
         return str(pathlib.Path(cwd, command))
     found = shutil.which(command, path=env.get("PATH", os.defpath))
     if found is None:
         raise FileNotFoundError(errno.ENOENT, "command not found", command)
     return found
-
-
-def _prepare_child(cwd: str, attrs: TermAttrs | None, err_fd: int) -> None:
-    """Runs in the forked child, just before the leader is exec'd.
-
-    The chdir is done here rather than by ptyprocess, which would let a bad cwd raise inside the
-    forked copy of this program; errors raised here are reported to the parent by spawn()."""
-    os.chdir(cwd)
-    os.set_inheritable(err_fd, True)  # the leader reports a failed exec of the command on it
-    if attrs is not None:
-        termios.tcsetattr(0, termios.TCSANOW, attrs)
