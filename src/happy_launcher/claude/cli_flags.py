@@ -8,8 +8,8 @@ clusters split) into one :class:`ClaudeFlag` per option, so remote mode can map 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 __all__ = [
     "OPTIONAL_VALUE",
@@ -66,9 +66,9 @@ def looks_like_option(token: str) -> bool:
     return len(token) > 1 and token.startswith("-")
 
 
-@dataclass(frozen=True)
-class ClaudeFlag:
-    """One option of the pass-through argv."""
+class ClaudeFlag(NamedTuple):
+    """One option of the pass-through argv. (Not a dataclass: this module is loaded before Claude
+    starts, and `dataclasses` costs ~15 ms of that.)"""
 
     token: str  # as written (``--model``, ``--model=x``, ``-nfoo``): for messages
     name: str  # the long name (``-n`` gives ``--name``); an unknown short flag keeps its own token
