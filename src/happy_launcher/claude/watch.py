@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 import struct
+import threading
 from collections.abc import Set
 from pathlib import Path
 from typing import Protocol
@@ -244,10 +245,13 @@ class InotifyWatcher:
                 self._changed = None
 
     def close(self) -> None:
+        """Stop watching. The descriptor is closed by a thread: the kernel makes closing an
+        inotify instance wait for an RCU grace period (8-16 ms), which would otherwise delay
+        happy's exit after Claude's; the process still ends only once it is closed."""
         if self._fd >= 0:
             self._unregister()
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
+            threading.Thread(target=os.close, args=(fd,), name="inotify-close", daemon=True).start()
 
 
 def make_watcher(*, force_polling: bool = False) -> Watcher:
