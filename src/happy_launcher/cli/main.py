@@ -3,6 +3,8 @@ without loading typer; the other verbs go to the typer app."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -15,9 +17,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Claude's flags, parsed by us (not by typer): Claude's start-up must not wait for typer.
         from happy_launcher.cli.claude_cmd import run
 
-        raise SystemExit(run(args[1:] if args and args[0] == "claude" else args))
+        _exit_at_once(run(args[1:] if args and args[0] == "claude" else args))
     from happy_launcher.cli.app import app
 
     if args[0] == "help":  # like `git help`: the overview (`happy claude help` still asks Claude)
         args[0] = "--help"
     app(args, prog_name="happy")
+
+
+def _exit_at_once(code: int) -> None:
+    """Exit without the interpreter's teardown: Claude has exited and everything happy wrote is
+    written and closed by now, and tearing down the mirror's modules would only delay our exit
+    after Claude's (~7 ms, ~50 ms without the mirror's gc.freeze)."""
+    if "logging" in sys.modules:  # happy.log: what the logging module may still hold
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed or broken: nothing to save there
+            stream.flush()
+    os._exit(code)
