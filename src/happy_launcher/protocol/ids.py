@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import re
@@ -80,6 +79,8 @@ def subagent_id(provider_tool_id: str) -> str:
 
     Deterministic, so replaying a transcript twice gives the same ids (design §1).
     """
+    import hashlib  # only sessions with subagents need it (~4 ms of the mirror's start)
+
     digest = hashlib.sha256(_SUBAGENT_PREFIX + provider_tool_id.encode()).hexdigest()
     return "c" + digest[: ID_LENGTH - 1]
 
