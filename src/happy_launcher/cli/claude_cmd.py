@@ -3,6 +3,7 @@ start-up must not wait for imports it does not need, so each mode imports its ow
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -91,14 +92,21 @@ def _run_remote(cfg: LocalConfig) -> int:
 
 
 def _run_tui(cfg: LocalConfig) -> int:
-    import anyio
+    from happy_launcher.session.local import LocalLauncher, run_local
 
-    from happy_launcher.session.local import run_local
-    from happy_launcher.session.logfile import log_to
+    # Claude first: the event loop, the PTY pump and the mirror load while it boots.
+    launcher = LocalLauncher(cfg)
+    launcher.start()
+    try:
+        import anyio
 
-    if cfg.home is not None:
-        log_to(cfg.home)
-    # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
-    # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
-    sys.setswitchinterval(0.001)
-    return anyio.run(run_local, cfg)
+        from happy_launcher.session.logfile import log_to
+
+        if cfg.home is not None:
+            log_to(cfg.home)
+        # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
+        # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
+        sys.setswitchinterval(0.001)
+        return anyio.run(functools.partial(run_local, cfg, launcher=launcher))
+    finally:
+        launcher.close()  # what the run never took over (it failed before)

@@ -20,10 +20,9 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import orjson
 
@@ -172,17 +171,16 @@ def build_settings_overlay(
     return orjson.dumps(settings).decode()
 
 
-@dataclass(frozen=True)
-class HookEvent:
+class HookEvent(NamedTuple):
     """One hook payload. Every payload has ``session_id``, ``transcript_path``, ``cwd`` and
-    ``hook_event_name``; SessionStart adds ``source`` (startup/resume/clear/compact/fork)."""
+    ``hook_event_name``; SessionStart adds ``source`` (startup/resume/clear/compact/fork).
+    (Not a dataclass: this module is loaded before Claude starts.)"""
 
     hook_event_name: str
     session_id: str
     transcript_path: Path | None = None
     source: str | None = None
     cwd: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
@@ -209,6 +207,5 @@ def parse_hook_line(line: bytes) -> HookEvent | None:
             transcript_path=Path(transcript) if transcript else None,
             source=_opt_str(data, "source"),
             cwd=_opt_str(data, "cwd"),
-            raw=data,
         )
     return None

@@ -22,19 +22,10 @@ import anyio.abc
 from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.job_control import JobControl, UserTerminal
 from happy_launcher.local.pty_session import PtySession
+from happy_launcher.local.pty_start import RELAYED_SIGNALS, StartedPty
 from happy_launcher.local.terminal import TerminalGuard, terminal_size
 
 _log = logging.getLogger(__name__)
-
-_RELAYED_SIGNALS = (
-    signal.SIGWINCH,
-    signal.SIGTERM,
-    signal.SIGHUP,
-    signal.SIGINT,
-    signal.SIGQUIT,
-    signal.SIGCHLD,
-    signal.SIGCONT,
-)
 _INTERRUPT_GRACE = 3.0  # after a SIGINT/SIGQUIT we pass on, the child has this long to exit
 _USAGE = "usage: python -m happy_launcher.local.passthrough -- CMD [ARGS...]"
 
@@ -48,6 +39,7 @@ async def run_passthrough(
     stdout_fd: int = 1,
     on_started: Callable[[PtySession], Awaitable[None]] | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    started: StartedPty | None = None,
 ) -> ChildExit:
     """Run `argv` under a PTY wired to our terminal until it exits, and return its exit.
 
@@ -59,12 +51,33 @@ async def run_passthrough(
     within a grace period. After any of these the result is `stopped_by_us` and its code is
     128 + that signal, as if it had ended us.
     Failures propagate unwrapped when a single exception is behind them.
+    `started`: `argv` already runs (`start_pty`, with the relayed signals blocked until here).
     """
+    try:
+        return await _run(argv, env, cwd, stdin_fd, stdout_fd, on_started, on_output, started)
+    except BaseException:
+        if started is not None:  # failed before the PTY session took it over: end it
+            started.abandon()
+        raise
+
+
+async def _run(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str],
+    stdin_fd: int,
+    stdout_fd: int,
+    on_started: Callable[[PtySession], Awaitable[None]] | None,
+    on_output: Callable[[bytes], None] | None,
+    started: StartedPty | None,
+) -> ChildExit:
     # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
     with (
-        anyio.open_signal_receiver(*_RELAYED_SIGNALS) as signals,
+        anyio.open_signal_receiver(*RELAYED_SIGNALS) as signals,
         TerminalGuard(stdin_fd, stdout_fd) as guard,
     ):
+        if started is not None:  # caught from here on: what arrived meanwhile is delivered now
+            signal.pthread_sigmask(signal.SIG_SETMASK, started.signal_mask)
         session = PtySession(
             argv,
             env=env,
@@ -73,6 +86,7 @@ async def run_passthrough(
             stdout_fd=stdout_fd,
             on_output=guard.observe if on_output is None else _Tee(guard.observe, on_output),
             child_attrs=guard.saved_attrs,
+            started=started,
         )
         outcome: list[ChildExit] = []
         relay = _SignalRelay(session, JobControl(session, UserTerminal(guard, stdin_fd, stdout_fd)))

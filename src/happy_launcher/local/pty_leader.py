@@ -82,8 +82,9 @@ def _lead(spec: PtySpec, err_fd: int) -> NoReturn:
         step = _EXEC
         for sig in _IGNORED:
             signal.signal(sig, signal.SIG_IGN)
-        # Blocked across the fork, so the job never runs our handlers and we never miss one.
-        signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
+        # Blocked across the fork, so the job never runs our handlers and we never miss one (and
+        # only these: happy may have blocked others, which this process must get).
+        signal.pthread_sigmask(signal.SIG_SETMASK, _FORWARDED)
         job = os.fork()
         if job == 0:
             _exec_job(spec, err_fd)
@@ -133,7 +134,7 @@ def _wait_and_end(job: int) -> NoReturn:
 
     for sig in _FORWARDED:
         signal.signal(sig, pass_on)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
     _end_like(_wait(job))
 
 

@@ -9,12 +9,9 @@ stop itself on Ctrl-Z; "the child" below is that leader, which mirrors the progr
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import os
-import pathlib
-import shutil
 import signal
 from collections.abc import Callable, Mapping, Sequence
 
@@ -24,8 +21,8 @@ import anyio.from_thread
 import anyio.to_thread
 
 from happy_launcher.local.exits import ChildExit
-from happy_launcher.local.pty_leader import PtySpec, spawn_leader
 from happy_launcher.local.pty_pump import ChildProcess, Inbox, Pump
+from happy_launcher.local.pty_start import StartedPty, spawn_pty
 from happy_launcher.local.terminal import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
@@ -51,11 +48,13 @@ class PtySession:
         dimensions: tuple[int, int] | None = None,
         child_attrs: TermAttrs | None = None,
         cancel_grace: float = 3.0,
+        started: StartedPty | None = None,
     ) -> None:
         """`dimensions` default to our terminal's size; `child_attrs` (the user's termios from
         before raw mode) are copied onto the child's PTY, as script(1) does, so that the erase
         character, IUTF8 and friends match the real terminal. `cancel_grace` is the stop() grace
-        used when run() is cancelled."""
+        used when run() is cancelled. `started`: `argv` already runs (`start_pty`); run() takes
+        it over instead of spawning."""
         if not argv:
             raise ValueError("argv must not be empty")
         self._argv = list(argv)
@@ -67,6 +66,7 @@ class PtySession:
         self._dimensions = dimensions
         self._child_attrs = child_attrs
         self._cancel_grace = cancel_grace
+        self._started = started
         self._inbox = Inbox()
         self._child: ChildProcess | None = None
         self._exited: anyio.Event | None = None
@@ -153,10 +153,12 @@ class PtySession:
         await exited.wait()
 
     def _spawn(self) -> ChildProcess:
-        size = self._dimensions or terminal_size(self._stdout_fd, self._stdin_fd)
-        command = _resolve_command(self._argv[0], self._env, self._cwd)
-        spec = PtySpec([command, *self._argv[1:]], self._env, os.fspath(self._cwd), size, self._child_attrs)
-        child = ChildProcess(*spawn_leader(spec))
+        if self._started is not None:
+            child = ChildProcess(*self._started.take())
+        else:
+            size = self._dimensions or terminal_size(self._stdout_fd, self._stdin_fd)
+            pty = spawn_pty(self._argv, env=self._env, cwd=self._cwd, size=size, attrs=self._child_attrs)
+            child = ChildProcess(*pty)
         # Non-blocking so the pump can never deadlock writing input to a child that is itself
         # blocked writing output we are not reading.
         os.set_blocking(child.fd, False)
@@ -202,13 +204,3 @@ async def _wait_for(event: anyio.Event, seconds: float) -> bool:
     with anyio.move_on_after(seconds):
         await event.wait()
     return event.is_set()
-
-
-def _resolve_command(command: str, env: Mapping[str, str], cwd: str | os.PathLike[str]) -> str:
-    # Resolve against the child's PATH and cwd: the leader execs a path.
-    if os.sep in command:
-        return str(pathlib.Path(cwd, command))
-    found = shutil.which(command, path=env.get("PATH", os.defpath))
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, "command not found", command)
-    return found

@@ -1,33 +1,54 @@
 """Local mode: Claude's TUI under our PTY while its transcripts are mirrored live (design §3).
 
-Only light modules are imported here: Claude is spawned first, and the session and its tracker
-(mapper, store, scanner: ~150 ms of imports) are loaded while Claude boots, so `happy claude`
-starts as fast as `claude`.
+Claude is spawned first: `LocalLauncher.start` needs no event loop and only light modules, so
+`happy claude` spawns Claude before anyio and the PTY machinery are even loaded, and the session
+and its tracker (mapper, store, scanner: ~150 ms of imports) are loaded while Claude boots.
 """
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING, NamedTuple
+
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
-from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.hooks import HookChannel
-from happy_launcher.local.launch import claude_argv, launch_plan
-from happy_launcher.local.passthrough import run_passthrough
+from happy_launcher.local.launch import Launch, claude_argv, launch_plan
+from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.home import run_dir
-from happy_launcher.session.launcher import LauncherExit, SessionRef
-from happy_launcher.session.loop import run_session
-from happy_launcher.session.tracking import TrackerFactory, Tracking
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from happy_launcher.local.exits import ChildExit
+    from happy_launcher.session.launcher import LauncherExit, SessionRef
+    from happy_launcher.session.tracking import TrackerFactory, Tracking
 
 __all__ = ["LocalConfig", "LocalLauncher", "run_local"]
 
 
-async def run_local(cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None) -> int:
-    """Run one local session; Claude's exit code. `make_tracker`: see `Tracking`."""
+async def run_local(
+    cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None, launcher: LocalLauncher | None = None
+) -> int:
+    """Run one local session; Claude's exit code. `make_tracker`: see `Tracking`; `launcher`: one
+    already started (`LocalLauncher.start`)."""
+    from happy_launcher.session.launcher import SessionRef
+    from happy_launcher.session.loop import run_session
+
     ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events) if cfg.home is not None else None
-    exit = await run_session(ref, LocalLauncher(cfg, make_tracker=make_tracker))
+    launcher = launcher if launcher is not None else LocalLauncher(cfg, make_tracker=make_tracker)
+    exit = await run_session(ref, launcher)
     return exit.code
+
+
+class _Started(NamedTuple):
+    launch: Launch
+    argv: list[str]
+    hook_events: Path | None  # None: not mirrored
+    existing: ExistingFiles
+    pty: StartedPty
 
 
 class LocalLauncher:
@@ -36,45 +57,81 @@ class LocalLauncher:
     def __init__(self, cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None) -> None:
         self._cfg = cfg
         self._make_tracker = make_tracker
+        self._started: _Started | None = None
+        self._cleanup = contextlib.ExitStack()  # the hook channel; Claude, if never run
         self.failure: Exception | None = None  # mirroring failed (Claude went on)
 
-    async def run(self, session: SessionRef | None) -> LauncherExit:
+    def start(self) -> None:
+        """Spawn Claude (with our hook when the run is mirrored), without an event loop; `run`
+        takes it over. `close` ends what `run` never took over."""
         cfg = self._cfg
         launch = launch_plan(cfg.args.intent)
-        if session is None:  # not mirrored: Claude as is
-            argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
-            return _exit(await _run(cfg, argv, None))
-        with HookChannel(run_dir(session.home)) as channel:
-            settings = channel.write_settings(
-                cfg.args.user_settings, cwd=cfg.cwd, enable_all_hooks=cfg.args.options.enable_hooks
+        settings, hook_events = cfg.args.user_settings, None
+        if cfg.home is not None:
+            channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
+            settings = str(
+                channel.write_settings(settings, cwd=cfg.cwd, enable_all_hooks=cfg.args.options.enable_hooks)
             )
-            argv = claude_argv(cfg.binary, cfg.args, launch, settings=str(settings))
-            # Before the spawn: Claude may append to a resumed transcript at once (issue 7).
-            existing = ExistingFiles.before_launch(project_dir(cfg.env, cfg.cwd), launch.known_sessions)
-            tracking = Tracking(
-                cfg, session, launch, channel.events_path, existing=existing, make=self._make_tracker
-            )
+            hook_events = channel.events_path
+        argv = claude_argv(cfg.binary, cfg.args, launch, settings=settings)
+        # Before the spawn: Claude may append to a resumed transcript at once (issue 7).
+        existing = ExistingFiles.before_launch(project_dir(cfg.env, cfg.cwd), launch.known_sessions)
+        try:
+            pty = start_pty(argv, env=cfg.env, cwd=cfg.cwd, stdin_fd=cfg.stdin_fd, stdout_fd=cfg.stdout_fd)
+        except OSError as exc:
+            raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
+        self._cleanup.callback(pty.abandon)
+        self._started = _Started(launch, argv, hook_events, existing, pty)
+
+    def close(self) -> None:
+        self._cleanup.close()
+
+    async def run(self, session: SessionRef | None) -> LauncherExit:
+        with self._cleanup:
+            if self._started is None:
+                self.start()
+            assert self._started is not None
+            if session is None or self._started.hook_events is None:  # not mirrored: Claude as is
+                return _exit(await _run(self._cfg, self._started, None))
+            tracking = self._tracking(session, self._started)
             try:
-                child = await _run(cfg, argv, tracking)
+                child = await _run(self._cfg, self._started, tracking)
             finally:
                 tracking.finish()
                 self.failure = tracking.failure
             return _exit(child)
 
+    def _tracking(self, session: SessionRef, started: _Started) -> Tracking:
+        from happy_launcher.session.tracking import Tracking
+
+        return Tracking(
+            self._cfg,
+            session,
+            started.launch,
+            started.hook_events,
+            existing=started.existing,
+            make=self._make_tracker,
+        )
+
 
 def _exit(child: ChildExit) -> LauncherExit:
+    from happy_launcher.session.launcher import LauncherExit
+
     return LauncherExit("exited", code=child.code, stopped_by_us=child.stopped_by_us)
 
 
-async def _run(cfg: LocalConfig, argv: list[str], tracking: Tracking | None) -> ChildExit:
+async def _run(cfg: LocalConfig, started: _Started, tracking: Tracking | None) -> ChildExit:
+    from happy_launcher.local.passthrough import run_passthrough  # heavy: after the spawn
+
     try:
         return await run_passthrough(
-            argv,
+            started.argv,
             env=cfg.env,
             cwd=cfg.cwd,
             stdin_fd=cfg.stdin_fd,
             stdout_fd=cfg.stdout_fd,
             on_started=None if tracking is None else lambda _pty: tracking.run(),
+            started=started.pty,
         )
     except OSError as exc:
         raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
