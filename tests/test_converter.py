@@ -119,7 +119,7 @@ def test_an_api_error_message_fails_the_turn_with_its_text_once(c: Converter) ->
     error = assistant(TextBlock("API Error: 529 Overloaded"), uuid="e1", error="server_error")
     items = [*c.convert(error), *c.convert(result(is_error=True, result="API Error: 529 Overloaded"))]
     assert records(items[:1])[0].data["isApiErrorMessage"] is True
-    evs = [e.ev.model_dump(exclude_none=True) for e in mapped(items)]
+    evs = [e.to_dict()["ev"] for e in mapped(items)]
     assert evs[2:] == [
         {"t": "service", "text": "API Error: 529 Overloaded"},
         {"t": "turn-end", "status": "failed"},
@@ -130,7 +130,7 @@ def test_main_chain_user_text_is_left_to_the_transcript(c: Converter) -> None:
     assert c.convert(UserMessage("a prompt replayed by the CLI", uuid="p1")) == []
     assert c.stats.left_to_transcript == 1
     (marker,) = records(c.convert(UserMessage([TextBlock("[Request interrupted by user]")], uuid="i1")))
-    assert [e.ev.model_dump(exclude_none=True) for e in mapped([marker])][-1] == {
+    assert [e.to_dict()["ev"] for e in mapped([marker])][-1] == {
         "t": "turn-end",
         "status": "cancelled",
     }
@@ -291,7 +291,7 @@ def test_malformed_messages_never_crash(c: Converter) -> None:
     ]
     items = [item for message in broken for item in c.convert(message)]
     items += c.convert(assistant(TextBlock("still fine"), uuid="ok"))
-    assert mapped(items)[-1].ev.model_dump(exclude_none=True) == {"t": "text", "text": "still fine"}
+    assert mapped(items)[-1].to_dict()["ev"] == {"t": "text", "text": "still fine"}
 
 
 def test_interrupted_results_for_the_calls_still_running(c: Converter) -> None:

@@ -17,7 +17,7 @@ NOW = 7
 
 
 def evs(envelopes: list[Envelope]) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.role, e.ev.model_dump(exclude_none=True)) for e in envelopes]
+    return [(e.role, e.to_dict()["ev"]) for e in envelopes]
 
 
 @pytest.fixture

@@ -153,7 +153,7 @@ def test_abort_ends_running_calls_then_closes_the_turn_after_what_was_queued() -
     queue.abort(converter.interrupted())
     queue.close()
     anyio.run(queue.run, mirror)
-    assert [e.ev.model_dump(exclude_none=True) for e in sink.envelopes][2:] == [
+    assert [e.to_dict()["ev"] for e in sink.envelopes][2:] == [
         {"t": "text", "text": "running"},
         {"t": "tool-call-start", "call": "toolu_1", "name": "Bash", **SLEEP_TITLES, "args": SLEEP},
         {"t": "tool-call-end", "call": "toolu_1"},

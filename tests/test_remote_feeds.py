@@ -154,9 +154,7 @@ def test_the_recorded_turn_results() -> None:
 def test_a_background_agents_second_result_is_not_a_new_user_turn() -> None:
     envelopes = live(scenario_dir("agent_background"), "sdk_first")
     users = [e for e in envelopes if e.role == "user"]
-    assert [e.ev.model_dump(exclude_none=True) for e in users] == [
-        {"t": "text", "text": "Delegate the echo to a subagent"}
-    ]
+    assert [e.to_dict()["ev"] for e in users] == [{"t": "text", "text": "Delegate the echo to a subagent"}]
     starts = [e.turn for e in envelopes if e.ev.t == "turn-start"]
     ends = [e.turn for e in envelopes if e.ev.t == "turn-end"]
     assert len(starts) == 2 and starts == ends  # the agent's work opened the second turn
