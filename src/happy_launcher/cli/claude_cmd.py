@@ -94,10 +94,9 @@ def _run_remote(cfg: LocalConfig) -> int:
 def _run_tui(cfg: LocalConfig) -> int:
     from happy_launcher.session.local import LocalLauncher, run_local
 
-    # Claude first: the event loop, the PTY pump and the mirror load while it boots.
     launcher = LocalLauncher(cfg)
-    launcher.start()
     try:
+        launcher.start()  # Claude first: the event loop, the PTY pump and the mirror load while it boots
         import anyio
 
         from happy_launcher.session.logfile import log_to
@@ -109,4 +108,4 @@ def _run_tui(cfg: LocalConfig) -> int:
         sys.setswitchinterval(0.001)
         return anyio.run(functools.partial(run_local, cfg, launcher=launcher))
     finally:
-        launcher.close()  # what the run never took over (it failed before)
+        launcher.close()  # the hook channel and Claude, if the run never took them over
