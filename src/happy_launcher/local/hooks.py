@@ -15,6 +15,7 @@ tell, since no SessionStart event arrives), and forces ``false`` only when asked
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -23,8 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self
-
-import orjson
 
 from happy_launcher.errors import InputFileError, UsageError
 
@@ -116,6 +115,8 @@ def _write_private(path: Path, data: bytes) -> None:
 def _load_user_settings(user_settings: str, cwd: Path) -> tuple[dict[str, Any], str]:
     """The user's ``--settings`` value as a dict, and where it came from (for messages): inline JSON
     (starts with ``{``, Claude's own rule) or a path relative to ``cwd``."""
+    import orjson  # its checks (no NaN, no 64-bit overflow), only when --settings is given
+
     if user_settings.lstrip().startswith("{"):
         source, raw = "--settings JSON", user_settings.encode()
     else:
@@ -168,7 +169,8 @@ def build_settings_overlay(
     settings["hooks"] = _merged_hooks(settings, ours, source)
     if enable_all_hooks:
         settings["disableAllHooks"] = False
-    return orjson.dumps(settings).decode()
+    # The stdlib's serialiser: this runs before Claude starts, and importing orjson costs ~10 ms.
+    return json.dumps(settings, ensure_ascii=False, separators=(",", ":"))
 
 
 class HookEvent(NamedTuple):
@@ -193,6 +195,8 @@ def parse_hook_line(line: bytes) -> HookEvent | None:
     line = line.strip()
     if not line:
         return None
+    import orjson  # not loaded before Claude starts (see build_settings_overlay)
+
     with contextlib.suppress(orjson.JSONDecodeError):
         data = orjson.loads(line)
         if not isinstance(data, dict):
