@@ -66,7 +66,7 @@ class SessionRef:
         if self._session is None:
             if self.failure is not None:
                 raise self.failure
-            from happy_launcher.session.core import Session  # heavy: store, mapper, pydantic
+            from happy_launcher.session.core import Session  # heavy: store, mapper, sqlite3
 
             try:
                 self._session = Session(self.home, self.cwd, events=self.events)

@@ -48,7 +48,7 @@ class LocalTracker:
         self._replay_existing = cfg.args.options.replay_existing
         self._picking = False  # waiting to learn which session Claude picked (no hook)
         self._follow_expected(launch)
-        # What is alive now (modules, pydantic's schemas) lives as long as happy: out of the
+        # What is alive now (modules, the session's objects) lives as long as happy: out of the
         # cyclic GC's sight, so that a full collection while a large history streams takes a few
         # ms instead of 20-70 ms of a blocked event loop (issue 7 §2).
         gc.freeze()
