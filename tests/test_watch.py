@@ -77,3 +77,23 @@ async def test_the_watcher_says_which_files_changed(tmp_path: Path) -> None:
         assert watcher.changes() is None
     finally:
         watcher.close()
+
+
+@pytest.mark.anyio
+async def test_unwatched_directories_are_silent_until_watched_again(tmp_path: Path) -> None:
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch({tmp_path})
+        watcher.changes()
+        watcher.unwatch()
+        (tmp_path / "a.jsonl").write_bytes(b"x\n")
+        await watcher.wait(0.05)  # no event wakes it: a timeout
+        assert watcher.changes() is None
+        watcher.watch({tmp_path})  # watched again: changes are seen again
+        watcher.changes()
+        (tmp_path / "b.jsonl").write_bytes(b"x\n")
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        assert watcher.changes() == {str(tmp_path / "b.jsonl")}
+    finally:
+        watcher.close()

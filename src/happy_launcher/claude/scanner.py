@@ -54,8 +54,9 @@ class TranscriptScanner:
 
     def scan(self, *, final: bool = False) -> list[Record]:
         """The next batch of what is new right now (`files.behind`: there is more); `final`
-        once Claude has exited (nothing is held back)."""
-        self._watcher.watch(self._dirs)
+        once Claude has exited (nothing is held back, and nothing is waited for: no watches)."""
+        if not final:
+            self._watcher.watch(self._dirs)
         # After a pass cut short by its budget, or at the end, everything is read again.
         changed = None if final or self.files.behind else self._watcher.changes()
         return list(self.files.read_new(final=final, max_bytes=self._batch_bytes, changed=changed))
@@ -70,19 +71,23 @@ class TranscriptScanner:
     async def run(
         self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Deliver batches of new records until cancelled. Started once the watches are set."""
+        """Deliver batches of new records until cancelled. Started once the watches are set.
+        Once cancelled (Claude has exited) the watches are dropped: the final scans do not wait."""
         self._watcher.watch(self._dirs)
         task_status.started()
-        while True:
-            batch = self.scan()
-            if batch:
-                await deliver(batch)
-            if self.files.behind:
-                await anyio.lowlevel.checkpoint()  # others run between batches; then read on
-                continue
-            held = self.files.hold_wait()
-            poll = self._poll_interval
-            await self._watcher.wait(poll if held is None else min(held, poll))
+        try:
+            while True:
+                batch = self.scan()
+                if batch:
+                    await deliver(batch)
+                if self.files.behind:
+                    await anyio.lowlevel.checkpoint()  # others run between batches; then read on
+                    continue
+                held = self.files.hold_wait()
+                poll = self._poll_interval
+                await self._watcher.wait(poll if held is None else min(held, poll))
+        finally:
+            self._watcher.unwatch()
 
     def _directories(self) -> frozenset[Path]:
         """The project dir, each session's dir and its subagents dir: changes in any of them can

@@ -52,6 +52,9 @@ class Watcher(Protocol):
         None when that is not known (a wait that timed out or was woken, lost events, polling):
         then the caller reads everything."""
 
+    def unwatch(self) -> None:
+        """No more waits for now: drop the watches (a later `watch` adds them again)."""
+
     def close(self) -> None: ...
 
 
@@ -79,6 +82,9 @@ class PollingWatcher:
 
     def changes(self) -> set[str] | None:
         return None
+
+    def unwatch(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -244,9 +250,19 @@ class InotifyWatcher:
             if len(self._changed) > _MAX_CHANGED:  # nobody asks (the hook watcher): stay small
                 self._changed = None
 
+    def unwatch(self) -> None:
+        """Drop the watches. The kernel frees them in the background; closing the instance
+        waits for that (8-16 ms: an RCU grace period), so dropping them a few ms before the
+        close (once Claude has exited, before the final reads) makes the close instant."""
+        for wd in self._watched:
+            self._libc.inotify_rm_watch(self._fd, wd)
+        self._watched.clear()
+        self._prefixes.clear()
+        self._wanted = frozenset()
+
     def close(self) -> None:
-        """Stop watching. The descriptor is closed by a thread: the kernel makes closing an
-        inotify instance wait for an RCU grace period (8-16 ms), which would otherwise delay
+        """Stop watching. The descriptor is closed by a thread: unless `unwatch` came a little
+        earlier, the close waits for the watches to be freed (see there), which would delay
         happy's exit after Claude's; the process still ends only once it is closed."""
         if self._fd >= 0:
             self._unregister()
