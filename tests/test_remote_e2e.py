@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,17 +198,25 @@ class Answering:
         pass
 
 
-@pytest.mark.parametrize("allow", [True, False])
-async def test_permission_allow_and_deny(cenv: ClaudeEnv, home: Path, allow: bool) -> None:
+@pytest.mark.parametrize(
+    ("answer", "ends"),
+    [
+        (PermissionAnswer(True), "completed"),
+        (PermissionAnswer(False, "not today"), "completed"),
+        (PermissionAnswer(False, "stop here", stop=True), "cancelled"),  # deny and stop the turn
+    ],
+    ids=["allow", "deny", "deny-and-stop"],
+)
+async def test_permission_answers(cenv: ClaudeEnv, home: Path, answer: PermissionAnswer, ends: str) -> None:
     async with happy_launcher.open_session(**options(cenv, home)) as s:
-        answering = Answering(s, PermissionAnswer(allow, message="" if allow else "not today"))
+        answering = Answering(s, answer)
         s.permissions.listen(answering)
         envelopes = await turn(s, "use bash please")
         happy_id, claude_id = s.happy_session_id, s.claude_session_id
     [request] = answering.seen
     assert request.tool == "Bash" and request.title == "Write a file"
-    assert (cenv.cwd / "written.txt").exists() == allow
-    assert kinds(envelopes)[-1] == "turn-end:completed"
+    assert (cenv.cwd / "written.txt").exists() == answer.allow
+    assert kinds(envelopes)[-1] == f"turn-end:{ends}"
     assert "tool-call-start" in kinds(envelopes)
     assert_live_equals_replay(cenv, home, happy_id, claude_id)
 
@@ -360,3 +369,18 @@ def test_cli_remote_screen_in_a_terminal(cenv: ClaudeEnv, home: Path) -> None:
     with SessionStore.open(home) as store:
         [session] = store.list_sessions()
     assert session.status == "completed"
+
+
+def test_the_readme_python_api_example_runs(cenv: ClaudeEnv, home: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:]]
+    [example] = [b for b in blocks if "happy_launcher.open_session(" in b]
+    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
+    done = subprocess.run(
+        [sys.executable, "-c", example], env=env, cwd=cenv.cwd, capture_output=True, timeout=90, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    out = done.stdout.decode()
+    assert "Echo: summarise README.md" in out and "Echo: hello" in out
+    with SessionStore.open(home) as store:
+        assert len(store.list_sessions()) == 2  # the API's runs are in the store like the CLI's
