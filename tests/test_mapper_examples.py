@@ -8,7 +8,7 @@ agent output, as it does for any output while no turn is open.
 from __future__ import annotations
 
 from happy_launcher.claude.mapper import Mapper
-from happy_launcher.claude.mapper_state import MapperState
+from happy_launcher.claude.mapper_state import KEPT_STOPPED, MapperState
 from happy_launcher.protocol import SequentialIds, subagent_id
 from tests.support.records import assistant, rec, simplify, text, tool_result, tool_use, user
 
@@ -134,3 +134,24 @@ def test_example_5_abort_while_sidechain_tool_runs() -> None:
         {"role": "agent", "turn": "T1", "subagent": "toolu_task_1", "ev": {"t": "stop"}},
         {"role": "agent", "turn": "T1", "ev": {"t": "turn-end", "status": "cancelled"}},
     ]
+
+
+def test_the_saved_snapshot_stays_small_and_still_drops_a_stopped_subagents_late_record() -> None:
+    """What the store saves with every commit is bounded by the open work, not the history."""
+    m = Mapper(SequentialIds("a"))
+    for n in range(KEPT_STOPPED + 10):
+        m.feed(assistant(tool_use(f"toolu_{n}", "Agent", description=f"job {n}")), NOW)
+        m.feed(assistant(text("working"), uuid=f"side-{n}", parent_tool_use_id=f"toolu_{n}"), NOW)
+        m.feed(user([tool_result(f"toolu_{n}", "done")]), NOW)
+    m.feed(assistant(tool_use("toolu_open", "Agent", description="still running")), NOW)
+    m.feed(assistant(text("on it"), uuid="side-open", parent_tool_use_id="toolu_open"), NOW)
+    snapshot = m.state.snapshot()
+    assert list(snapshot["subagents"]) == ["toolu_open"]
+    assert len(snapshot["stopped"]) == KEPT_STOPPED
+    assert snapshot["uuid_owner"] == {"side-open": "toolu_open"}
+
+    restarted = Mapper(SequentialIds("b"), state=MapperState.from_dict(snapshot))
+    last = f"toolu_{KEPT_STOPPED + 9}"
+    assert restarted.feed(assistant(text("late"), parent_tool_use_id=last), NOW) == []  # stopped
+    out = restarted.feed(assistant(text("more"), parent_tool_use_id="toolu_open"), NOW)
+    assert [e.subagent for e in out] == [subagent_id("toolu_open")]

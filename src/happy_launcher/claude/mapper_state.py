@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from happy_launcher.claude.records import Record, make_record, text_of
@@ -11,6 +11,7 @@ from happy_launcher.claude.records import Record, make_record, text_of
 # Prompts remote mode sent whose transcript copy has not been read yet (bounded: a copy that
 # never comes must not hold a later, identical prompt typed in the TUI back for long).
 MAX_SENT_PROMPTS = 16
+KEPT_STOPPED = 64  # stopped subagents a saved state remembers (see `MapperState.snapshot`)
 
 
 @dataclass(slots=True)
@@ -97,11 +98,12 @@ class MapperState:
     def active_subagents(self) -> list[str]:
         return [tool_id for tool_id, sub in self.subagents.items() if not sub.stopped]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, subagents: dict[str, Subagent] | None = None) -> dict[str, Any]:
+        subagents = self.subagents if subagents is None else subagents
         return {
             "turn": self.turn,
             "turn_prompt": self.turn_prompt,
-            "subagents": {tool_id: asdict(sub) for tool_id, sub in self.subagents.items()},
+            "subagents": {tool_id: _fields(sub) for tool_id, sub in subagents.items()},
             "uuid_owner": self.uuid_owner,
             "agent_ids": self.agent_ids,
             "open_calls": sorted(self.open_calls),
@@ -113,6 +115,18 @@ class MapperState:
             "usage_message_id": self.usage_message_id,
             "sent_prompts": list(self.sent_prompts),
         }
+
+    def snapshot(self) -> dict[str, Any]:
+        """`to_dict` for the store, saved with every commit: what a later run needs to go on,
+        bounded by the work still open rather than by the session's length. A stopped subagent
+        is kept as its ids alone (the last `KEPT_STOPPED` of them: a late record of one is still
+        dropped), and ancestry only for the subagents still active."""
+        active = {t: sub for t, sub in self.subagents.items() if not sub.stopped}
+        stopped = [(t, sub.session_id) for t, sub in self.subagents.items() if sub.stopped]
+        data = self.to_dict(subagents=active)
+        data["stopped"] = stopped[-KEPT_STOPPED:]
+        data["uuid_owner"] = {u: t for u, t in self.uuid_owner.items() if t in active}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MapperState:
@@ -127,6 +141,8 @@ class MapperState:
             usage_message_id=data.get("usage_message_id"),
             sent_prompts=list(data.get("sent_prompts", [])),
         )
+        for tool_id, session_id in data.get("stopped", []):
+            state.subagents.setdefault(tool_id, Subagent(session_id, None, None, stopped=True))
         for tool_id, records in data.get("orphans", {}).items():
             state.orphans[tool_id] = [
                 make_record(r["data"], size=r["size"], parent_tool_use_id=r["parent"]) for r in records
@@ -207,3 +223,11 @@ class MapperState:
             return False
         del sent[: sent.index(text) + 1]
         return True
+
+
+_SUBAGENT_FIELDS = tuple(f.name for f in fields(Subagent))
+
+
+def _fields(sub: Subagent) -> dict[str, Any]:
+    # Not dataclasses.asdict: it deep-copies, and this runs with every commit.
+    return {name: getattr(sub, name) for name in _SUBAGENT_FIELDS}

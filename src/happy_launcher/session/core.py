@@ -184,4 +184,4 @@ class Session:
 
 
 def _state_of(mapper: Mapper) -> Callable[[], str]:
-    return lambda: orjson.dumps(mapper.state.to_dict()).decode()
+    return lambda: orjson.dumps(mapper.state.snapshot()).decode()

@@ -44,7 +44,7 @@ def end_dead_sessions(
         if state is not None:
             mapper = Mapper(ids, MapperState.from_dict(orjson.loads(state)))
             closing = mapper.close_turn("failed", now)
-            new_state: str | None = orjson.dumps(mapper.state.to_dict()).decode()
+            new_state: str | None = orjson.dumps(mapper.state.snapshot()).decode()
         else:
             closing, new_state = _close_from_envelopes(store, session_id, EnvelopeFactory(ids), now), None
         if store.end_abandoned(session_id, closing, ended_at=now, mapper_state=new_state):
