@@ -637,16 +637,7 @@ def run_scenario(sc: Scenario, out_dir: Path, work_root: Path, version: str) -> 
     dest = out_dir / sc.name
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    _copy(tui.transcript, dest / tui.transcript.name)
-    sub_src = cenv.subagents_dir(session_id)
-    files = [tui.transcript.name]
-    if sub_src.is_dir():
-        sub_dest = dest / session_id / "subagents"
-        sub_dest.mkdir(parents=True)
-        for f in sorted(sub_src.iterdir()):
-            if f.is_file() and (f.suffix == ".jsonl" or f.name.endswith(".meta.json")):
-                _copy(f, sub_dest / f.name)
-                files.append(f"{session_id}/subagents/{f.name}")
+    files = copy_transcripts(tui.transcript, cenv.subagents_dir(session_id), dest)
     meta = {
         "name": sc.name,
         "description": sc.description,
@@ -669,6 +660,22 @@ def run_scenario(sc: Scenario, out_dir: Path, work_root: Path, version: str) -> 
     }
     (dest / "scenario.json").write_text(json.dumps(meta, indent=2) + "\n")
     return dest
+
+
+def copy_transcripts(transcript: Path, subagents: Path, dest: Path) -> list[str]:
+    """Copy a session's transcript and its subagent files (with their meta) into `dest`, laid out
+    as Claude lays them out; returns their paths relative to `dest`."""
+    _copy(transcript, dest / transcript.name)
+    files = [transcript.name]
+    if subagents.is_dir():
+        session_id = transcript.stem
+        sub_dest = dest / session_id / "subagents"
+        sub_dest.mkdir(parents=True)
+        for f in sorted(subagents.iterdir()):
+            if f.is_file() and (f.suffix == ".jsonl" or f.name.endswith(".meta.json")):
+                _copy(f, sub_dest / f.name)
+                files.append(f"{session_id}/subagents/{f.name}")
+    return files
 
 
 def main(argv: Sequence[str] | None = None) -> int:

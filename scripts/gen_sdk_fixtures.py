@@ -46,11 +46,11 @@ from claude_agent_sdk import (
 
 from scripts.gen_fixtures import (
     ScenarioError,
-    _copy,
     agent_bg_script,
     agent_fg_script,
     api_error_script,
     bash_script,
+    copy_transcripts,
     describe_request,
     describe_rule,
     interrupted_script,
@@ -277,16 +277,7 @@ def run_scenario(sc: SdkScenario, out_dir: Path, work_root: Path, version: str) 
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     (dest / "stream.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    _copy(transcript, dest / transcript.name)
-    files = ["stream.jsonl", transcript.name]
-    sub_src = cenv.subagents_dir(session_id)
-    if sub_src.is_dir():
-        sub_dest = dest / session_id / "subagents"
-        sub_dest.mkdir(parents=True)
-        for f in sorted(sub_src.iterdir()):
-            if f.is_file() and (f.suffix == ".jsonl" or f.name.endswith(".meta.json")):
-                _copy(f, sub_dest / f.name)
-                files.append(f"{session_id}/subagents/{f.name}")
+    files = ["stream.jsonl", *copy_transcripts(transcript, cenv.subagents_dir(session_id), dest)]
     meta = {
         "name": sc.name,
         "description": sc.description,

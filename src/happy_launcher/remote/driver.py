@@ -27,7 +27,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
 from happy_launcher.claude.converter import Converter
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.queue import Notice, OrderedQueue, PromptSent
+from happy_launcher.claude.queue import Notice, OrderedQueue, PromptSent, QueueTarget
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.sdk_items import Partial, SessionStarted
@@ -44,24 +44,12 @@ class RemoteError(HappyError):
     """Remote mode could not drive Claude."""
 
 
-class MirrorPort(Protocol):
+class MirrorPort(QueueTarget, Protocol):
     """What the driver needs of the session's mirror (`session/mirror.Mirror`): the ordered
-    queue's target."""
+    queue's target, and the turn a prompt opened."""
 
     @property
     def turn(self) -> str | None: ...
-
-    def batch(self) -> AbstractContextManager[object]: ...
-
-    def deliver(self, records: Sequence[Record]) -> object: ...
-
-    def prompt_sent(self, text: str, uuid: str | None = None) -> object: ...
-
-    def end_turn(
-        self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
-    ) -> object: ...
-
-    def close_turn(self, status: TurnStatus) -> object: ...
 
 
 class SessionPort(Protocol):
