@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pexpect
 
@@ -54,6 +54,7 @@ READY_MARKERS = ["for shortcuts", "shift+tab to cycle"]
 ESC = "\x1b"
 
 Record = dict[str, Any]
+S = TypeVar("S", bound="_Named")
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|.)")
 
@@ -701,21 +702,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}")
     chosen = [sc for sc in SCENARIOS if not args.only or sc.name in args.only]
 
+    return run_all(chosen, run_scenario, args.out, args.work, summary=_transcript_lines)
+
+
+def _transcript_lines(dest: Path) -> str:
+    lines = sum(len(p.read_text().splitlines()) for p in dest.rglob("*.jsonl"))
+    return f"{lines} transcript lines"
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def run_all(
+    scenarios: Sequence[S],
+    run: Callable[[S, Path, Path, str], Path],
+    out: Path,
+    work: Path,
+    *,
+    summary: Callable[[Path], str],
+) -> int:
+    """Run each scenario into `out` (scratch files under `work`), saying how each went; 1 if
+    any failed. Shared with gen_sdk_fixtures.py."""
     version = claude_version()
-    out: Path = args.out.resolve()
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
-    for sc in chosen:
+    for sc in scenarios:
         print(f"== {sc.name}", flush=True)
         t0 = time.monotonic()
         try:
-            dest = run_scenario(sc, out, args.work.resolve(), version)
+            dest = run(sc, out, work.resolve(), version)
         except Exception as exc:
             print(f"  FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             failed.append(sc.name)
             continue
-        lines = sum(len(p.read_text().splitlines()) for p in dest.rglob("*.jsonl"))
-        print(f"  ok in {time.monotonic() - t0:.1f}s: {lines} transcript lines -> {dest}", flush=True)
+        print(f"  ok in {time.monotonic() - t0:.1f}s: {summary(dest)} -> {dest}", flush=True)
     (out / "VERSION").write_text(version + "\n")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)

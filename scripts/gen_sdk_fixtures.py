@@ -24,7 +24,6 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,11 +54,12 @@ from scripts.gen_fixtures import (
     describe_rule,
     interrupted_script,
     plain_script,
+    run_all,
     session_id_for,
     thinking_script,
     two_turns_script,
 )
-from tests.support.claude_env import claude_version, make_claude_env
+from tests.support.claude_env import make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
 from tests.support.sdk_stream import encode_message
 
@@ -305,28 +305,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = {sc.name for sc in SCENARIOS}
     if unknown := [n for n in args.only if n not in names]:
         ap.error(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-    version = claude_version()
-    out: Path = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    failed = []
-    for sc in SCENARIOS:
-        if args.only and sc.name not in args.only:
-            continue
-        print(f"== {sc.name}", flush=True)
-        t0 = time.monotonic()
-        try:
-            dest = run_scenario(sc, out, args.work.resolve(), version)
-        except Exception as exc:
-            print(f"  FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            failed.append(sc.name)
-            continue
-        count = len((dest / "stream.jsonl").read_text().splitlines())
-        print(f"  ok in {time.monotonic() - t0:.1f}s: {count} stream lines -> {dest}", flush=True)
-    (out / "VERSION").write_text(version + "\n")
-    if failed:
-        print(f"failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    chosen = [sc for sc in SCENARIOS if not args.only or sc.name in args.only]
+    return run_all(chosen, run_scenario, args.out, args.work, summary=_stream_lines)
+
+
+def _stream_lines(dest: Path) -> str:
+    return f"{len((dest / 'stream.jsonl').read_text().splitlines())} stream lines"
 
 
 if __name__ == "__main__":
