@@ -83,13 +83,13 @@ class PermissionBroker:
                 await pending.done.wait()
         finally:
             self._pending.pop(request.id, None)
-        if pending.answer is None:  # timed out (or cancelled: the turn is going away anyway)
-            seconds = f"{self.timeout:g}"
-            pending.answer = PermissionAnswer(
-                False, f"No answer to the permission request within {seconds} s"
-            )
-            self._tell(lambda listener: listener.settled(request.id, pending.answer or _DENIED))
-        return pending.answer
+        if pending.answer is not None:
+            return pending.answer
+        # Timed out (or cancelled: the turn is going away anyway).
+        denied = PermissionAnswer(False, f"No answer to the permission request within {self.timeout:g} s")
+        pending.answer = denied
+        self._tell(lambda listener: listener.settled(request.id, denied))
+        return denied
 
     def answer(self, request_id: str, answer: PermissionAnswer) -> bool:
         """Answer a pending request; False when it is unknown or already answered (first wins)."""
@@ -112,6 +112,3 @@ class PermissionBroker:
                 call(listener)
             except Exception:  # a broken viewer must not break the session
                 _log.exception("a permission listener failed")
-
-
-_DENIED = PermissionAnswer(False)

@@ -14,7 +14,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.driver import RemoteDriver, SentPrompt
-from happy_launcher.remote.permissions import PermissionAnswer, PermissionBroker, PermissionRequest
+from happy_launcher.remote.permissions import PermissionAnswer, PermissionBroker
 
 
 class Subscriber(Protocol):
@@ -95,10 +95,6 @@ class RemoteSession:
     def answer(self, request_id: str, answer: PermissionAnswer) -> bool:
         """Answer a pending permission request; False if it is unknown or already answered."""
         return self.permissions.answer(request_id, answer)
-
-    @property
-    def pending_permissions(self) -> list[PermissionRequest]:
-        return self.permissions.pending
 
     @asynccontextmanager
     async def committed(self) -> AsyncIterator[AsyncIterator[Envelope]]:

@@ -58,7 +58,6 @@ class Session:
         self._sweep(home)
         self.id: str | None = None  # the happy session id, once bound
         self.claude_session_id: str | None = None
-        self.continued = False  # this run continues an earlier happy session
         self._mirror: Mirror | None = None
         self._commit: CommitPoint | None = None
         self._subscribers: list[Subscriber] = []
@@ -106,7 +105,6 @@ class Session:
         seen: set[str] = set()
         if earlier is not None and self._adoptable(earlier):
             self.id = earlier.id
-            self.continued = True
             saved = self.store.load_mapper_state(earlier.id)
             state = MapperState.from_dict(orjson.loads(saved)) if saved is not None else None
             seen = self.store.processed_keys(earlier.id)

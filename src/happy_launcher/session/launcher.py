@@ -22,18 +22,17 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-ExitReason = Literal["exited", "switch", "aborted", "error"]
+ExitReason = Literal["exited", "switch", "aborted"]
 
 
 @dataclass(frozen=True, slots=True)
 class LauncherExit:
     """Why a launcher stopped: Claude `exited` with `code` (a signal: 128 + it), a `switch` to
-    the other launcher was asked for, the user `aborted` (Ctrl-C twice, a signal to happy), or
-    an `error` (`message` says which)."""
+    the other launcher was asked for, or the user `aborted` (a signal to happy). A launcher
+    that fails raises instead; the loop then ends the session `failed`."""
 
     reason: ExitReason
     code: int = 0
-    message: str | None = None
     stopped_by_us: bool = False  # Claude was interrupted or killed by us / the user's signal
 
     @property
@@ -41,8 +40,6 @@ class LauncherExit:
         """How the session's open turn ends when the session ends here (design §3)."""
         if self.reason == "aborted" or self.stopped_by_us:
             return "cancelled"
-        if self.reason == "error":
-            return "failed"
         return "completed" if self.code == 0 else "failed"
 
 
@@ -57,10 +54,6 @@ class SessionRef:
         self.events = events
         self._session: Session | None = None
         self.failure: Exception | None = None
-
-    @property
-    def opened(self) -> Session | None:
-        return self._session
 
     def get(self) -> Session:
         if self._session is None:

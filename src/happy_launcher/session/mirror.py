@@ -105,10 +105,6 @@ class Mirror:
         """The open turn's id, if any."""
         return self.mapper.state.turn
 
-    def now(self) -> int:
-        """The time of envelopes made now (see the class docstring)."""
-        return self._now()
-
     def _now(self) -> int:
         return self._clock() if self._clock is not None else self._record_time
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from happy_launcher.claude.cli_flags import split_flags
 from happy_launcher.claude.paths import project_dir, transcript_path
 from happy_launcher.claude.sdk_items import Partial
 from happy_launcher.errors import UsageError
@@ -128,13 +129,8 @@ class RemoteLauncher:
 
 
 def _model(cfg: LocalConfig) -> str | None:
-    flags = cfg.args.passthrough
-    for i, token in enumerate(flags):
-        if token.startswith("--model="):
-            return token.partition("=")[2]
-        if token == "--model" and i + 1 < len(flags):
-            return flags[i + 1]
-    return None
+    flags = split_flags(cfg.args.passthrough, cfg.args.prompt_positions)
+    return next((f.values[0] for f in flags if f.name == "--model" and f.values), None)
 
 
 def _say(line: str) -> None:
