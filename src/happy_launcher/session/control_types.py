@@ -1,0 +1,98 @@
+"""What the control socket (`session/control_server.py`) asks of the running session, and what
+it answers with. The server speaks the wire protocol (docs/control-protocol.md); the session
+side (`session/controller.py`) implements `Controller`. Kept apart so that either side can be
+tested with a fake of the other."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from happy_launcher.errors import HappyError
+from happy_launcher.protocol import Envelope
+
+Mode = Literal["local", "remote"]
+
+
+class ControlRefused(HappyError):
+    """The session cannot do what a control client asked, now or ever; the message says why
+    (and what to do), and goes back to the client as the error reply."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFacts:
+    happy_session_id: str | None  # None until Claude has named its session (first hook)
+    claude_session_id: str | None
+    mode: Mode
+    cwd: str
+    pid: int
+    started_at: int  # ms since the epoch
+    busy: bool  # a turn is running
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """An inbound message is stored (it will reach Claude exactly once); `duplicate`: its
+    message id was seen before, and this is the first acceptance repeated."""
+
+    message_seq: int
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A permission request waiting for an answer from any client (or the terminal)."""
+
+    id: str
+    tool: str
+    input: dict[str, Any]
+    title: str
+
+
+class CommitSubscriber(Protocol):
+    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None: ...
+
+
+class PermissionWatcher(Protocol):
+    def requested(self, request: PendingRequest) -> None: ...
+
+    def settled(self, request_id: str, outcome: str) -> None: ...  # "allowed", "denied", "withdrawn"
+
+
+class Controller(Protocol):
+    """The running session, as the control server sees it. Async methods may take a while (a
+    switch takes about a second); none of them may block the event loop."""
+
+    def facts(self) -> SessionFacts: ...
+
+    def history(self, after_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        """Stored envelopes with seq > `after_seq`, in seq order, as their JSON bytes."""
+        ...
+
+    def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
+        """Be told of every envelope committed from now on (called on the event loop, must not
+        block); returns the unsubscribe function."""
+        ...
+
+    async def send(self, message_id: str, text: str) -> Accepted:
+        """Store a user message for Claude (idempotent on `message_id`) and have it delivered:
+        returns once it is stored, before Claude has taken it."""
+        ...
+
+    async def switch(self, to: Mode) -> None:
+        """Move the session to the other front end; returns once the switch has started (a
+        no-op when already there). ControlRefused when it cannot be done."""
+        ...
+
+    async def abort(self) -> None:
+        """End the running turn `cancelled`; a no-op when idle."""
+        ...
+
+    def pending_permissions(self) -> list[PendingRequest]: ...
+
+    def answer(self, request_id: str, allow: bool, message: str | None) -> None:
+        """Answer a pending permission request; ControlRefused if it is unknown or answered."""
+        ...
+
+    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]: ...
