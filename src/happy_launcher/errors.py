@@ -54,3 +54,27 @@ class SessionBusyError(HappyError):
             f"Claude session {session_id} is already open in another claude process{where}: "
             "close it first, or continue the session there"
         )
+
+
+class ControlError(HappyError):
+    """A control verb (`happy send`, `watch`, …) could not reach or use a running session."""
+
+
+class NoSuchSessionError(ControlError):
+    """No session matches what was named (or none is running, when none was named)."""
+
+
+class AmbiguousSessionError(ControlError):
+    """What was named matches several sessions (or several are running, when none was named)."""
+
+
+class SessionEndedError(ControlError):
+    """The session has ended (its launcher is gone): it takes no more requests."""
+
+
+class RequestRefusedError(ControlError):
+    """The session answered a request with an error (its message says why)."""
+
+
+class ControlProtocolError(ControlError):
+    """The other end of a control socket does not speak happy's control protocol."""

@@ -1,0 +1,55 @@
+"""A control server over a FakeController, for the control socket's and the CLI verbs' tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds
+from happy_launcher.session.control_fake import FakeController
+from happy_launcher.session.control_server import serve
+from happy_launcher.session.control_types import SessionFacts
+
+
+def facts(**changes: Any) -> SessionFacts:
+    values: dict[str, Any] = {
+        "happy_session_id": "hs-alpha",
+        "claude_session_id": "c0ffee00-0000-4000-8000-000000000001",
+        "mode": "local",
+        "cwd": "/work/project",
+        "pid": os.getpid(),
+        "started_at": 1_700_000_000_000,
+        "busy": False,
+    }
+    return SessionFacts(**{**values, **changes})
+
+
+class Envelopes:
+    """Distinct user-text envelopes: `make(3)` -> three new ones."""
+
+    def __init__(self) -> None:
+        self._factory = EnvelopeFactory(SequentialIds("env"))
+        self._n = 0
+
+    def make(self, count: int, size: int = 0) -> list[Envelope]:
+        made = []
+        for _ in range(count):
+            self._n += 1
+            text = f"message {self._n} " + "x" * size
+            made.append(self._factory.user_text(text, 1_700_000_000_000 + self._n))
+        return made
+
+
+@asynccontextmanager
+async def running(controller: FakeController, home: Path, **options: Any) -> AsyncIterator[Path]:
+    """The server, serving `controller` under `home`, until the block ends; yields the socket."""
+    async with anyio.create_task_group() as tg:
+        path: Path = await tg.start(partial(serve, controller, home, **options))
+        yield path
+        tg.cancel_scope.cancel()
