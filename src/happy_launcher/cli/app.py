@@ -114,3 +114,12 @@ def protocol_schema() -> None:
     from happy_launcher.protocol import envelope_schema
 
     typer.echo(json.dumps(envelope_schema(), indent=2))
+
+
+def _register_control_verbs() -> None:
+    from happy_launcher.cli.control_cmds import register
+
+    register(app)
+
+
+_register_control_verbs()

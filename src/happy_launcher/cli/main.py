@@ -8,7 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-VERBS = frozenset({"replay", "protocol", "--help", "-h", "--version", "help"})
+VERBS = frozenset(
+    {"replay", "protocol", "--help", "-h", "--version", "help"}
+    | {"sessions", "send", "watch", "switch", "abort", "approve", "deny"}  # the control verbs
+)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

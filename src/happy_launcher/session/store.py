@@ -55,6 +55,13 @@ class InboundMessage:
     body: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    info: SessionInfo
+    owner: ProcessId | None  # its launcher (while it runs)
+    last_activity: int | None  # the time of its last envelope
+
+
 _SESSION_COLUMNS = "id, claude_session_id, cwd, started_at, ended_at, status"
 
 
@@ -184,6 +191,21 @@ class SessionStore(StoreConnection):
         with self._read() as conn:
             rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at DESC, id")
             return [SessionInfo(*row) for row in rows]
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """All sessions with their launcher and last activity, most recently started first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLUMNS}, pid, pid_start, "
+                "(SELECT time FROM envelopes e WHERE e.session = s.id ORDER BY e.seq DESC LIMIT 1) "
+                "FROM sessions s ORDER BY started_at DESC, id"
+            )
+            return [
+                SessionSummary(
+                    SessionInfo(*row[:6]), None if row[6] is None else ProcessId(row[6], row[7]), row[8]
+                )
+                for row in rows
+            ]
 
     def latest_session_for_claude_id(self, claude_session_id: str) -> SessionInfo | None:
         """The session that most recently went through `claude_session_id` (to resume it)."""

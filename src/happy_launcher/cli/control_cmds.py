@@ -1,0 +1,155 @@
+"""The control verbs: `happy sessions|send|watch|switch|abort|approve|deny`. Thin: parse, run the
+verb (session/verbs.py), print. SESSION is a unique prefix of a happy or Claude session id, and
+defaults to the only running session."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import anyio
+import typer
+
+from happy_launcher.cli.app import fail
+from happy_launcher.errors import HappyError, UsageError
+from happy_launcher.session import verbs
+from happy_launcher.session.control_discovery import SessionView
+from happy_launcher.session.home import happy_home
+
+_T = TypeVar("_T")
+SessionArg = Annotated[
+    str | None,
+    typer.Argument(help="A unique prefix of a happy or Claude session id (default: the only running one)."),
+]
+
+
+class Target(StrEnum):
+    local = "local"
+    remote = "remote"
+
+
+def _run(verb: Callable[[Path], Awaitable[_T]]) -> _T:
+    try:
+        return anyio.run(verb, happy_home(os.environ))
+    except HappyError as error:
+        raise fail(error) from None
+
+
+def sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session.")] = False,
+) -> None:
+    """List running and recent sessions: ids, state, mode, pid, started, last activity, cwd."""
+    views = _run(verbs.sessions)
+    if as_json:
+        import orjson
+
+        for view in views:
+            row = {k: getattr(view, k) for k in SessionView.__slots__ if k != "socket"}
+            typer.echo(orjson.dumps(row).decode())
+        return
+    typer.echo(_table(views))
+
+
+def _table(views: list[SessionView]) -> str:
+    rows = [("HAPPY ID", "CLAUDE ID", "STATE", "MODE", "PID", "STARTED", "LAST ACTIVITY", "CWD")]
+    for v in views:
+        rows.append(
+            (
+                v.happy_id or "-",
+                v.claude_id or "-",
+                v.state,
+                v.mode or "-",
+                str(v.pid or "-"),
+                _when(v.started_at),
+                _when(v.last_activity),
+                v.cwd,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows
+    )
+
+
+def _when(ms: int | None) -> str:
+    return "-" if ms is None else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def send(
+    first: Annotated[
+        str | None, typer.Argument(metavar="[SESSION] TEXT", help="TEXT, or SESSION then TEXT.")
+    ] = None,
+    second: Annotated[str | None, typer.Argument(hidden=True)] = None,
+    message_id: Annotated[
+        str | None, typer.Option("--id", help="Your id for the message: sending it again is a no-op.")
+    ] = None,
+) -> None:
+    """Send a user message to a running session (TEXT, or stdin when TEXT is absent or -)."""
+    selector, text = (first, second) if second is not None else (None, first)
+    if text is None or text == "-":
+        text = sys.stdin.read()
+    if not text.strip():
+        raise fail(UsageError("nothing to send: give TEXT, or pipe it on stdin"))
+    mid = message_id or str(uuid.uuid4())
+    accepted = _run(lambda home: verbs.send(home, selector, text, mid))
+    typer.echo(f"{'already accepted' if accepted.duplicate else 'accepted'}: message {mid}")
+
+
+def watch(
+    session: SessionArg = None,
+    from_start: Annotated[bool, typer.Option("--from-start", help="The whole history first.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Envelope JSON lines, exactly as stored.")] = False,
+) -> None:
+    """Follow a session's envelopes until it ends (an ended session: its history)."""
+    from happy_launcher.cli.watch_print import JsonLines, Pretty
+
+    output = JsonLines() if as_json else Pretty()
+    try:
+        _run(lambda home: verbs.watch(home, session, output, from_start=from_start))
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise typer.Exit(0) from None
+
+
+def switch(
+    session: SessionArg = None,
+    to: Annotated[Target, typer.Option("--to", help="The front end to move the session to.")] = Target.remote,
+) -> None:
+    """Move a running session to local (the TUI) or remote mode."""
+    _run(lambda home: verbs.switch(home, session, to.value))
+
+
+def abort(session: SessionArg = None) -> None:
+    """End the running turn of a session (cancelled)."""
+    _run(lambda home: verbs.abort(home, session))
+
+
+RequestArg = Annotated[
+    str | None, typer.Argument(help="The permission request's id (default: the only pending one).")
+]
+
+
+def approve(session: SessionArg = None, request: RequestArg = None) -> None:
+    """Allow a pending permission request."""
+    answered = _run(lambda home: verbs.answer(home, session, request, True, None))
+    typer.echo(f"allowed {answered}")
+
+
+def deny(
+    session: SessionArg = None,
+    request: RequestArg = None,
+    message: Annotated[str | None, typer.Option("--message", "-m", help="Why (Claude sees it).")] = None,
+) -> None:
+    """Deny a pending permission request."""
+    answered = _run(lambda home: verbs.answer(home, session, request, False, message))
+    typer.echo(f"denied {answered}")
+
+
+def register(app: typer.Typer) -> None:
+    for command in (sessions, send, watch, switch, abort, approve, deny):
+        app.command(rich_help_panel="Driving a running session")(command)

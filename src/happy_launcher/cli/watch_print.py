@@ -1,0 +1,69 @@
+"""How `happy watch` prints: envelope JSON lines exactly as stored (`--json`), or one readable
+line per envelope (rich)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.text import Text
+
+from happy_launcher.session.control_wire import Dropped, Event, PermissionRequested, PermissionSettled
+
+_STYLES = {"user": "bold cyan", "agent": "green"}
+
+
+class JsonLines:
+    def envelope(self, seq: int, body: bytes) -> None:
+        out = sys.stdout.buffer
+        out.write(body + b"\n")
+        out.flush()
+
+    def event(self, event: Event) -> None:
+        pass  # the envelope stream only
+
+
+class Pretty:
+    def __init__(self, console: Console | None = None) -> None:
+        self._console = console or Console(highlight=False)
+
+    def envelope(self, seq: int, body: bytes) -> None:
+        data: dict[str, Any] = orjson.loads(body)
+        ev = data.get("ev", {})
+        when = datetime.fromtimestamp(data.get("time", 0) / 1000).strftime("%H:%M:%S")
+        line = Text(f"{when} ", style="dim")
+        role = data.get("role", "?") + (" (subagent)" if data.get("subagent") else "")
+        line.append(f"{role:<8} ", style=_STYLES.get(data.get("role", ""), ""))
+        line.append(_describe(ev))
+        self._console.print(line, soft_wrap=True)
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, PermissionRequested):
+            request = event.request
+            self._console.print(
+                f"[yellow]permission requested[/] {request.title} ({request.tool}, id {request.id})"
+            )
+        elif isinstance(event, PermissionSettled):
+            self._console.print(f"[yellow]permission {event.outcome}[/] (id {event.request_id})")
+        elif isinstance(event, Dropped):
+            self._console.print(f"[red]{event.message}[/]")
+
+
+def _describe(ev: dict[str, Any]) -> str:
+    kind = ev.get("t", "?")
+    if kind == "text":
+        return ("(thinking) " if ev.get("thinking") else "") + str(ev.get("text", ""))
+    if kind == "service":
+        return f"[service] {ev.get('text', '')}"
+    if kind == "tool-call-start":
+        return f"→ {ev.get('name')}: {ev.get('title')}"
+    if kind == "tool-call-end":
+        return "← tool done"
+    if kind == "turn-end":
+        return f"turn {ev.get('status')}"
+    if kind == "file":
+        return f"file {ev.get('name')} ({ev.get('size')} bytes)"
+    return str(kind)

@@ -1,0 +1,116 @@
+"""The control verbs behind `happy sessions|send|watch|switch|abort|approve|deny` (the CLI only
+parses and prints). Each finds its session (`control_discovery.resolve`), then talks to its
+control socket; `watch` of an ended session reads the store instead."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Protocol
+
+from happy_launcher.errors import RequestRefusedError, SessionEndedError
+from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
+from happy_launcher.session.control_discovery import SessionView, discover, resolve
+from happy_launcher.session.control_types import Mode
+from happy_launcher.session.control_wire import AcceptedReply, Dropped, Event
+from happy_launcher.session.store import DB_NAME, SessionStore
+
+
+async def sessions(home: Path) -> list[SessionView]:
+    return await discover(home)
+
+
+@asynccontextmanager
+async def _running(home: Path, selector: str | None) -> AsyncIterator[ControlClient]:
+    view = resolve(await discover(home), selector)
+    if not view.running or view.socket is None:
+        raise _ended(view)
+    async with connect(view.socket) as client:
+        yield client
+
+
+def _ended(view: SessionView) -> SessionEndedError:
+    again = f": continue it with `happy claude --resume {view.claude_id}`" if view.claude_id else ""
+    return SessionEndedError(f"session {view.name} has ended ({view.state}){again}")
+
+
+async def send(home: Path, selector: str | None, text: str, message_id: str) -> AcceptedReply:
+    async with _running(home, selector) as client:
+        return await client.send(message_id, text)
+
+
+async def switch(home: Path, selector: str | None, to: Mode) -> None:
+    async with _running(home, selector) as client:
+        await client.switch(to)
+
+
+async def abort(home: Path, selector: str | None) -> None:
+    async with _running(home, selector) as client:
+        await client.abort()
+
+
+async def answer(
+    home: Path, selector: str | None, request_id: str | None, allow: bool, message: str | None
+) -> str:
+    """Answer a pending permission request (by default the only one); returns its id."""
+    async with _running(home, selector) as client:
+        if request_id is None:
+            pending = (await client.status()).pending
+            if len(pending) != 1:
+                listed = ", ".join(f"{p.id} ({p.title})" for p in pending)
+                why = (
+                    f"{len(pending)} permission requests are pending ({listed}): name one"
+                    if pending
+                    else ("no permission request is pending")
+                )
+                raise RequestRefusedError(why)
+            request_id = pending[0].id
+        await client.answer(request_id, allow, message)
+        return request_id
+
+
+class WatchOutput(Protocol):
+    def envelope(self, seq: int, body: bytes) -> None: ...
+
+    def event(self, event: Event) -> None: ...
+
+
+async def watch(home: Path, selector: str | None, output: WatchOutput, *, from_start: bool) -> None:
+    """Print a session's envelopes (its history with `from_start`), live until it ends; an ended
+    session's history comes from the store. A drop (a reader too slow) is caught up from the last
+    seq received, on a new connection."""
+    view = resolve(await discover(home), selector)
+    last: int | None = 0 if from_start or not view.running else None
+    happy_id = view.happy_id
+    while view.running and view.socket is not None:
+        dropped = False
+        try:
+            async with connect(view.socket) as client:
+                happy_id = (await client.hello()).session.happy_session_id or happy_id
+                await client.subscribe(last)
+                async for item in client.events():
+                    if isinstance(item, EnvelopeBytes):
+                        output.envelope(item.seq, item.body)
+                        last = item.seq
+                    elif isinstance(item, Dropped):
+                        dropped = True
+                    else:
+                        output.event(item)
+        except SessionEndedError:
+            pass  # it ended before we got there: the store has the rest
+        if not dropped:
+            break
+    if happy_id is not None and last is not None:  # what was committed as the session ended
+        for seq, body in _stored_after(home, happy_id, last):
+            output.envelope(seq, body)
+
+
+def _stored_after(home: Path, happy_id: str, after: int) -> list[tuple[int, bytes]]:
+    if not (home / DB_NAME).exists():
+        return []
+    store = SessionStore.open(home)
+    try:
+        return store.raw_envelopes(happy_id, after)
+    finally:
+        store.close()

@@ -1,0 +1,163 @@
+"""The control verbs as a user runs them (`happy send|watch|…` in a subprocess) against a control
+server over a FakeController, with a real store in HAPPY_HOME_DIR."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from happy_launcher.session.control_fake import FakeController
+from happy_launcher.session.control_server import serve
+from happy_launcher.session.control_socket import make_control_dir, socket_path
+from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.procs import ProcessId, this_process
+from happy_launcher.session.store import SessionStore
+from tests.support.control import Envelopes, facts, running
+from tests.support.happy_tui import happy_executable
+
+pytestmark = pytest.mark.anyio
+HAPPY = happy_executable()
+DEAD_PID = 4_194_304 + 7  # above the kernel's pid_max
+
+
+def env(home: Path) -> dict[str, str]:
+    return {**os.environ, "HAPPY_HOME_DIR": str(home), "COLUMNS": "200"}
+
+
+async def happy(home: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return await anyio.run_process([HAPPY, *args], input=stdin, env=env(home), check=False)
+
+
+def store_session(
+    home: Path, session_id: str, owner: ProcessId | None, *, claude_id: str | None = None
+) -> None:
+    store = SessionStore.open(home)
+    try:
+        store.create_session(session_id, cwd="/work/project", started_at=1_700_000_000_000, owner=owner)
+        if claude_id is not None:
+            store.record_claude_session(
+                session_id, claude_id, source="startup", seen_at=1, transcript_path=None
+            )
+    finally:
+        store.close()
+
+
+@asynccontextmanager
+async def live_session(home: Path) -> AsyncIterator[FakeController]:
+    """A running session `hs-alpha` (this process is its launcher) serving its control socket."""
+    store_session(home, "hs-alpha", this_process(os.getpid()))
+    controller = FakeController(facts())
+    async with running(controller, home):
+        yield controller
+
+
+def one_error_line(done: subprocess.CompletedProcess[bytes], *words: str) -> None:
+    err = done.stderr.decode()
+    assert done.returncode != 0 and err.count("\n") == 1 and err.startswith("happy: "), err
+    for word in words:
+        assert word in err, err
+
+
+async def test_send_reaches_the_only_running_session(tmp_path: Path) -> None:
+    async with live_session(tmp_path) as controller:
+        done = await happy(tmp_path, "send", "hello there", "--id", "m-1")
+        piped = await happy(tmp_path, "send", "hs-al", "-", stdin=b"from stdin\n")
+        again = await happy(tmp_path, "send", "hello there", "--id", "m-1")
+    assert done.returncode == 0 and done.stdout == b"accepted: message m-1\n"
+    assert again.stdout == b"already accepted: message m-1\n"
+    assert piped.returncode == 0 and [text for _, text in controller.sent.values()] == [
+        "hello there",
+        "from stdin\n",
+    ]
+
+
+async def test_send_to_a_dead_session_is_one_line_and_a_failure(tmp_path: Path) -> None:
+    claude_id = "c0ffee00-0000-4000-8000-00000000dead"
+    store_session(tmp_path, "hs-dead", ProcessId(DEAD_PID, None), claude_id=claude_id)
+    make_control_dir(tmp_path)
+    socket_path(tmp_path, DEAD_PID).touch()  # what a killed launcher leaves behind
+    done = await happy(tmp_path, "send", "hs-dead", "hello")
+    one_error_line(done, "hs-dead has ended", f"happy claude --resume {claude_id}")
+    one_error_line(await happy(tmp_path, "send", "hello"), "no happy session is running")
+
+
+async def test_an_ambiguous_prefix_is_one_line_and_a_failure(tmp_path: Path) -> None:
+    async with live_session(tmp_path) as controller:
+        store_session(tmp_path, "hs-alpine", None)
+        one_error_line(await happy(tmp_path, "send", "hs-al", "hi"), "'hs-al' matches 2 sessions")
+        one_error_line(await happy(tmp_path, "send", "nope", "hi"), "no session matches 'nope'")
+    assert not controller.sent
+
+
+async def test_sessions_shows_a_dead_launcher_as_ended(tmp_path: Path) -> None:
+    store_session(tmp_path, "hs-dead", ProcessId(DEAD_PID, None))
+    async with live_session(tmp_path):
+        table = (await happy(tmp_path, "sessions")).stdout.decode().splitlines()
+        rows = [
+            orjson.loads(line) for line in (await happy(tmp_path, "sessions", "--json")).stdout.splitlines()
+        ]
+    assert table[0].split()[:5] == ["HAPPY", "ID", "CLAUDE", "ID", "STATE"]
+    by_id = {row["happy_id"]: row for row in rows}
+    assert by_id["hs-alpha"]["state"] == "running" and by_id["hs-alpha"]["mode"] == "local"
+    assert by_id["hs-dead"]["state"] == "ended" and by_id["hs-dead"]["mode"] is None
+    assert any("hs-dead" in line and " ended " in line for line in table)
+
+
+async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
+    async with live_session(tmp_path) as controller:
+        assert (await happy(tmp_path, "switch", "--to", "remote")).returncode == 0
+        assert (await happy(tmp_path, "abort", "hs-alpha")).returncode == 0
+        one_error_line(await happy(tmp_path, "approve"), "no permission request is pending")
+        controller.request_permission(PendingRequest(id="perm-1", tool="Bash", input={}, title="Run ls"))
+        assert (await happy(tmp_path, "approve")).stdout == b"allowed perm-1\n"
+        controller.request_permission(PendingRequest(id="perm-2", tool="Bash", input={}, title="Run rm"))
+        done = await happy(tmp_path, "deny", "hs-alpha", "perm-2", "--message", "not that")
+        assert done.stdout == b"denied perm-2\n"
+        controller.refuse_switch = "a dialog is open in the terminal: answer it first"
+        one_error_line(await happy(tmp_path, "switch", "--to", "local"), "answer it first")
+    assert controller.facts().mode == "remote" and controller.aborts == 1
+    assert controller.answers == [("perm-1", True, None), ("perm-2", False, "not that")]
+
+
+async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: Path) -> None:
+    store_session(tmp_path, "hs-old", None)
+    store = SessionStore.open(tmp_path)
+    made = Envelopes().make(3)
+    store.append_envelopes("hs-old", made)
+    store.end_session("hs-old", "completed", 2)
+    store.close()
+    done = await happy(tmp_path, "watch", "hs-old", "--json")
+    assert done.returncode == 0 and done.stdout == b"".join(env.to_json() + b"\n" for env in made)
+    pretty = await happy(tmp_path, "watch", "hs-old")
+    assert pretty.returncode == 0 and "message 2" in pretty.stdout.decode()
+
+
+async def test_watch_follows_a_running_session_until_it_ends(tmp_path: Path) -> None:
+    made = Envelopes()
+    store_session(tmp_path, "hs-alpha", this_process(os.getpid()))
+    controller = FakeController(facts())
+    controller.commit(made.make(2))
+    async with anyio.create_task_group() as tg:
+        await tg.start(partial(serve, controller, tmp_path))
+        process = await anyio.open_process(
+            [HAPPY, "watch", "--from-start", "--json"], env=env(tmp_path), stdin=subprocess.DEVNULL
+        )
+        assert process.stdout is not None
+        buffered = b""
+        while buffered.count(b"\n") < 2:
+            buffered += await process.stdout.receive()
+        controller.commit(made.make(1))
+        while buffered.count(b"\n") < 3:
+            buffered += await process.stdout.receive()
+        tg.cancel_scope.cancel()  # the session ends
+    async with process:
+        assert await process.wait() == 0  # and so does watch
+    assert buffered.splitlines() == [body for _, body in controller.stored]
