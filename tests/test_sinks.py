@@ -23,7 +23,7 @@ from happy_launcher.protocol import (
 from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.sinks import BackgroundSink, JsonLinesSink, MemorySink
-from happy_launcher.session.store import SessionStore
+from happy_launcher.session.store import Delivered, SessionStore
 
 TURN = "turn00000000000000000001"
 LOGGER = "happy_launcher.sinks"
@@ -249,6 +249,7 @@ class FlakyStore:
         processed_keys: Sequence[str] = (),
         *,
         mapper_state: str | None = None,
+        delivered: Sequence[Delivered] = (),
     ) -> list[int]:
         if self.fail_with is not None:
             raise self.fail_with

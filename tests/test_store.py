@@ -67,7 +67,14 @@ def test_open_creates_private_home_db_and_schema(tmp_path: Path, factory: Envelo
             assert mode(path) == 0o600, path
     conn = sqlite3.connect(db)
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"sessions", "claude_sessions", "envelopes", "processed_keys", "inbound"}
+    assert tables == {
+        "sessions",
+        "claude_sessions",
+        "envelopes",
+        "processed_keys",
+        "inbound",
+        "history_marks",
+    }
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
@@ -217,10 +224,10 @@ def test_sessions_and_claude_ids(store: SessionStore) -> None:
 
 
 def test_inbound_is_idempotent_and_tracks_delivery(store: SessionStore) -> None:
-    assert store.append_inbound("s1", "m1", 1, b"one") == 1
-    assert store.append_inbound("s1", "m2", 2, b"two") == 2
-    assert store.append_inbound("s1", "m1", 3, b"again") == 1  # a client retrying its send
-    assert store.append_inbound("s2", "m3", 1, b"x") == 1
+    assert store.append_inbound("s1", "m1", 1, b"one") == (1, True)
+    assert store.append_inbound("s1", "m2", 2, b"two") == (2, True)
+    assert store.append_inbound("s1", "m1", 3, b"again") == (1, False)  # a client retrying its send
+    assert store.append_inbound("s2", "m3", 1, b"x") == (1, True)
     with pytest.raises(StoreConflictError):
         store.append_inbound("s2", "m1", 1, b"x")
     store.mark_delivered("s1", 1, 99)

@@ -1,7 +1,9 @@
 """The session's one ordered commit point (design §5): envelopes, the transcript keys they were
 made from and the mapper state go into the store in one transaction; only what the store has
 committed is then passed on, in seq order, to the best-effort sinks (the events file) and to
-the subscribers. A store outage never lets anything downstream get ahead of the store."""
+the subscribers. A store outage never lets anything downstream get ahead of the store.
+Inbound messages Claude has taken are marked delivered in the same transaction as the batch
+that holds their user text (`delivered`, drained at each write)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Protocol
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.sinks import EnvelopeSink
+from happy_launcher.session.store import Delivered
 
 _LOG = logging.getLogger("happy_launcher.sinks")
 DEFAULT_BACKLOG_LIMIT = 10_000
@@ -29,6 +32,7 @@ class DurableStore(Protocol):
         processed_keys: Sequence[str] = (),
         *,
         mapper_state: str | None = None,
+        delivered: Sequence[Delivered] = (),
     ) -> list[int]: ...
 
 
@@ -51,10 +55,11 @@ class _Batch:
     envelopes: tuple[Envelope, ...]
     keys: tuple[str, ...]
     state: str | None  # the mapper state right after these envelopes were made
+    delivered: tuple[Delivered, ...] = ()  # inbound messages Claude took, marked with them
 
     @property
     def size(self) -> int:
-        return len(self.envelopes) + len(self.keys)
+        return len(self.envelopes) + len(self.keys) + len(self.delivered)
 
 
 class CommitPoint:
@@ -77,6 +82,7 @@ class CommitPoint:
         sinks: Sequence[EnvelopeSink] = (),
         *,
         state: Callable[[], str] | None = None,
+        delivered: Callable[[], tuple[Delivered, ...]] | None = None,
         log: logging.Logger = _LOG,
         backlog_limit: int = DEFAULT_BACKLOG_LIMIT,
     ) -> None:
@@ -84,6 +90,7 @@ class CommitPoint:
         self._session_id = session_id
         self._sinks = list(sinks)
         self._state = state
+        self._delivered = delivered
         self._subscribers: list[Subscriber] = []
         self._log = log
         self._backlog_limit = backlog_limit
@@ -116,10 +123,11 @@ class CommitPoint:
             return
         if self._backlog:
             self._drain()  # older batches first: the store keeps the order of the stream
-        if not envelopes and not processed_keys:  # an empty write is just a chance to retry
+        delivered = self._delivered() if self._delivered is not None else ()
+        if not envelopes and not processed_keys and not delivered:  # just a chance to retry
             return
         state = self._state() if self._state is not None else None
-        batch = _Batch(tuple(envelopes), tuple(processed_keys), state)
+        batch = _Batch(tuple(envelopes), tuple(processed_keys), state, delivered)
         if self._backlog and self._backlog_size + batch.size > self._backlog_limit:
             self._dropped += len(batch.envelopes)
             if not self._dropping:  # once per outage; the recovery line gives the total
@@ -158,7 +166,11 @@ class CommitPoint:
             head = self._backlog[0]
             try:
                 seqs = self._store.append_envelopes(
-                    self._session_id, head.envelopes, head.keys, mapper_state=head.state
+                    self._session_id,
+                    head.envelopes,
+                    head.keys,
+                    mapper_state=head.state,
+                    delivered=head.delivered,
                 )
             except Exception as exc:
                 if _retryable(exc):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Self
 
@@ -24,8 +25,10 @@ from happy_launcher.claude.mapper_state import MapperState
 from happy_launcher.claude.records import Record
 from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
+from happy_launcher.session.control_types import Accepted
 from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.home import run_dir
+from happy_launcher.session.inbound import InboundLedger, InboundPrompt, accept, pending_prompts
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.procs import is_alive, this_process
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
@@ -62,6 +65,9 @@ class Session:
         self._commit: CommitPoint | None = None
         self._subscribers: list[Subscriber] = []
         self._ended = False
+        self._adopted = False  # bound to an earlier happy session (resumed)
+        self.inbound = InboundLedger()
+        self._marks: dict[str, int] = {}  # history marks taken before the session was bound
 
     def __enter__(self) -> Self:
         return self
@@ -109,14 +115,21 @@ class Session:
             state = MapperState.from_dict(orjson.loads(saved)) if saved is not None else None
             seen = self.store.processed_keys(earlier.id)
             self.store.reopen_session(earlier.id, owner=owner)
+            self._adopted = True
+            for prompt in pending_prompts(self.store, earlier.id):  # what a tail may show taken
+                self.inbound.expect(prompt.uuid, prompt.seq)
         else:
             self.id = self._ids()
             self.store.create_session(self.id, cwd=str(self._cwd), started_at=self._clock(), owner=owner)
+        if self._marks:
+            self.store.add_history_marks(self.id, self._marks)
         mapper = Mapper(self._ids, state)
-        self._commit = CommitPoint(self.store, self.id, self._sinks(), state=_state_of(mapper))
+        self._commit = CommitPoint(
+            self.store, self.id, self._sinks(), state=_state_of(mapper), delivered=self.inbound.drain
+        )
         for subscriber in self._subscribers:
             self._commit.subscribe(subscriber)
-        self._mirror = Mirror(mapper, self._commit, self._clock, seen=seen)
+        self._mirror = Mirror(mapper, self._commit, self._clock, seen=seen, inbound=self.inbound)
 
     def _adoptable(self, earlier: SessionInfo) -> bool:
         if earlier.status != "running":
@@ -139,6 +152,46 @@ class Session:
             clean_run_dirs(run_dir(home))
         except Exception:
             _log.exception("could not end the sessions of dead launchers")
+
+    def history_sizes(self, sizes: Mapping[Path, int]) -> Mapping[Path, int]:
+        """What of a transcript's files (their `sizes` now) counts as history, not to be sent.
+        A resumed happy session reads on from where it first began mirroring them (what Claude
+        wrote while happy was down, e.g. a prompt it took just before happy died, is mirrored,
+        and its processed keys skip the rest); otherwise it is all there is now (remembered as
+        where this session began)."""
+        if self._adopted and self.id is not None:
+            marks = self.store.history_marks(self.id, [os.fspath(p) for p in sizes])
+            return {Path(path): size for path, size in marks.items()}
+        now = {os.fspath(p): size for p, size in sizes.items()}
+        if self.id is None:
+            self._marks.update({p: s for p, s in now.items() if p not in self._marks})
+        else:
+            self.store.add_history_marks(self.id, now)
+        return sizes
+
+    # --- inbound messages ---------------------------------------------------------------------
+
+    def accept_inbound(self, message_id: str, text: str) -> Accepted:
+        """Store a client's message for Claude before it is acknowledged (idempotent on
+        `message_id`). A message that comes before Claude has named its session binds the
+        session now, as a new happy session: storing it cannot wait, and the cost is only that
+        this run does not continue the happy session of a Claude session it then resumes."""
+        if self.id is None:
+            self._bind(None)
+        assert self.id is not None
+        prompt_uuid = str(uuid.uuid4())
+        accepted = accept(self.store, self.id, message_id, text, self._clock(), prompt_uuid)
+        if not accepted.duplicate:
+            self.inbound.expect(prompt_uuid, accepted.message_seq)
+        return accepted
+
+    def pending_prompts(self) -> list[InboundPrompt]:
+        """Inbound messages Claude has not taken yet, oldest first."""
+        return [] if self.id is None else pending_prompts(self.store, self.id)
+
+    def has_pending(self) -> bool:
+        """Some inbound message waits for Claude (one indexed query: cheap to poll)."""
+        return self.id is not None and bool(self.store.pending_inbound(self.id))
 
     # --- the commit point ---------------------------------------------------------------------
 

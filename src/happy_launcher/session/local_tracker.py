@@ -75,22 +75,27 @@ class LocalTracker:
         return transcript_path(self._cfg.env, self._cfg.cwd, session_id)
 
     def _add(self, path: Path, *, history: bool) -> None:
-        """Watch a session's files; with `history`, what they held before the launch is not sent."""
+        """Watch a session's files; with `history`, what they held before the launch is not sent
+        (a resumed happy session's own: only what it mirrored, see `Session.history_sizes`)."""
         if not history:
             self.scanner.add_main(path)
             return
         existing = self._existing
         if not existing.covers(path):  # a session Claude named later (`/resume` in the TUI): as of now
             existing = ExistingFiles.of_sessions([path])
-        self.scanner.add_main(path, known=existing.sizes)
+        path = path.absolute()
+        own = path.with_suffix("")
+        sizes = {p: n for p, n in existing.sizes.items() if p == path or p.is_relative_to(own)}
+        self.scanner.add_main(path, known=self._session.history_sizes(sizes))
 
     def on_hook(self, event: HookEvent) -> None:
         if event.hook_event_name != "SessionStart" or not event.session_id:
             return
         path = event.transcript_path or self._path(event.session_id)
         history = event.source in _HISTORY_SOURCES and not self._replay_existing
-        self._add(path, history=history)
+        # Recorded first: a resumed happy session is adopted before its history is measured.
         self._record_claude_session(event.session_id, event.source or "unknown", path)
+        self._add(path, history=history)
 
     def _record_claude_session(self, claude_session_id: str, source: str, path: Path) -> None:
         self._session.set_claude_session(claude_session_id, source, path)

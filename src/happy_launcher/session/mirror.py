@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.records import Record, record_key
 from happy_launcher.protocol import Clock, Envelope, TurnStatus
+from happy_launcher.session.inbound import InboundLedger
 from happy_launcher.session.sinks import EnvelopeSink
 
 
@@ -24,7 +25,13 @@ class Mirror:
     """
 
     def __init__(
-        self, mapper: Mapper, sink: EnvelopeSink, clock: Clock | None, *, seen: set[str] | None = None
+        self,
+        mapper: Mapper,
+        sink: EnvelopeSink,
+        clock: Clock | None,
+        *,
+        seen: set[str] | None = None,
+        inbound: InboundLedger | None = None,
     ) -> None:
         self.mapper = mapper
         self._sink = sink
@@ -34,6 +41,9 @@ class Mirror:
         # a continued session): the first arrival wins, later copies are skipped.
         self._seen = seen
         self._pending: tuple[list[Envelope], list[str]] | None = None  # inside `batch`
+        # Prompts of inbound messages: the record of one, read from the transcript (again or
+        # not), tells Claude took it; the sink commits the delivery with this batch.
+        self._inbound = inbound
 
     def deliver(self, records: Iterable[Record]) -> list[Envelope]:
         """Map records and write their envelopes together with their dedupe keys."""
@@ -41,8 +51,11 @@ class Mirror:
         keys: list[str] = []
         feed, clock, seen = self.mapper.feed, self._clock, self._seen
         now = clock() if clock is not None else self._record_time
+        inbound = self._inbound if self._inbound is not None and self._inbound.waiting else None
         for record in records:
             key = record_key(record)
+            if key is not None and inbound is not None:
+                inbound.taken(key, now)
             if key is not None and seen is not None:
                 if key in seen:
                     continue
@@ -76,11 +89,19 @@ class Mirror:
         """End what is open (active subagents, then the turn) with `status`."""
         return self._write(self.mapper.close_turn(status, self._now()))
 
-    def prompt_sent(self, text: str, uuid: str | None = None) -> list[Envelope]:
+    def prompt_sent(self, text: str, uuid: str | None = None, *, taken: bool = True) -> list[Envelope]:
         """Remote mode sent Claude a prompt: its user text and turn start (design §4). Sent
         with a `uuid`, Claude writes its record under that key: processed now, so the
-        transcript's copy is skipped."""
-        envelopes = self.mapper.prompt_sent(text, self._now(), uuid)
+        transcript's copy is skipped. `taken`: that record is on disk (an inbound message's
+        delivery is committed with these envelopes); else it is when the tail brings it. A
+        prompt sent again under a uuid already processed (not taken the first time) starts a
+        turn without repeating its user text."""
+        now = self._now()
+        if uuid is not None and self._seen is not None and uuid in self._seen:
+            text = ""
+        envelopes = self.mapper.prompt_sent(text, now, uuid)
+        if uuid is not None and taken and self._inbound is not None:
+            self._inbound.taken(uuid, now)
         if uuid is not None and self._seen is not None:
             self._seen.add(uuid)
         self._emit(envelopes, [uuid] if uuid is not None else [])
@@ -116,5 +137,5 @@ class Mirror:
         if self._pending is not None:
             self._pending[0].extend(envelopes)
             self._pending[1].extend(keys)
-        elif envelopes or keys:
+        elif envelopes or keys or (self._inbound is not None and self._inbound.ready):
             self._sink.write(envelopes, keys)

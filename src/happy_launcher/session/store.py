@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,14 @@ class SessionInfo:
     started_at: int
     ended_at: int | None
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """Inbound message `seq` was taken by Claude at `at` (ms)."""
+
+    seq: int
+    at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,24 +235,28 @@ class SessionStore(StoreConnection):
         processed_keys: Iterable[str] = (),
         *,
         mapper_state: str | None = None,
+        delivered: Sequence[Delivered] = (),
     ) -> list[int]:
-        """Store envelopes, mark transcript keys processed (and save the mapper state) atomically.
+        """Store envelopes, mark transcript keys processed, inbound messages `delivered` (and
+        save the mapper state) atomically.
 
         One transaction, so a crash never leaves a key marked without its envelopes or the
-        reverse. Returns the per-session seqs given to the envelopes (strictly increasing from 1).
+        reverse, nor a message delivered without its user text. Returns the per-session seqs
+        given to the envelopes (strictly increasing from 1).
         """
         bodies = [(env.id, env.time, env.to_json()) for env in envelopes]  # serialise outside the lock
         keys = [(session_id, key) for key in processed_keys]
-        if not bodies and not keys and mapper_state is None:
+        if not bodies and not keys and mapper_state is None and not delivered:
             return []
+        marks = [(d.at, session_id, d.seq) for d in delivered]
         try:
-            return self._append(session_id, bodies, keys, mapper_state)
+            return self._append(session_id, bodies, keys, mapper_state, marks)
         except StoreConflictError:
             if self._next_seq.pop(session_id, None) is None:
                 raise
             # The seq remembered was taken (another writer of this session: not supposed to
             # happen): ask the database.
-            return self._append(session_id, bodies, keys, mapper_state)
+            return self._append(session_id, bodies, keys, mapper_state, marks)
 
     def _append(
         self,
@@ -252,6 +264,7 @@ class SessionStore(StoreConnection):
         bodies: list[tuple[str, int, bytes]],
         keys: list[tuple[str, str]],
         mapper_state: str | None,
+        marks: list[tuple[int, str, int]],
     ) -> list[int]:
         with self._write() as conn:
             # The next seq is remembered from batch to batch (a statement less per batch); the
@@ -259,6 +272,11 @@ class SessionStore(StoreConnection):
             # are never deleted).
             first = self._next_seq.get(session_id) or session_next_seq(conn, "envelopes", session_id)
             seqs = _insert(conn, session_id, first, bodies, keys, mapper_state)
+            # The first delivery stands: a message taken again (a record re-read) keeps its time.
+            conn.executemany(
+                "UPDATE inbound SET delivered_at = ? WHERE session = ? AND seq = ? AND delivered_at IS NULL",
+                marks,
+            )
         self._next_seq[session_id] = first + len(bodies)  # committed
         return seqs
 
@@ -303,21 +321,22 @@ class SessionStore(StoreConnection):
 
     # --- inbound messages (remote mode) -------------------------------------------------------
 
-    def append_inbound(self, session_id: str, message_id: str, time: int, body: bytes) -> int:
-        """Store a message from another client; returns its seq. Idempotent on `message_id`, so a
-        client that retries a send does not make Claude see the message twice."""
+    def append_inbound(self, session_id: str, message_id: str, time: int, body: bytes) -> tuple[int, bool]:
+        """Store a message from another client: (its seq, created now). Idempotent on
+        `message_id` (a repeat gives the first one's seq and False), so a client that retries a
+        send does not make Claude see the message twice."""
         with self._write() as conn:
             require_session(conn, session_id)
             row = conn.execute("SELECT session, seq FROM inbound WHERE id = ?", (message_id,)).fetchone()
             if row is not None and row[0] != session_id:
                 raise StoreConflictError(f"inbound message {message_id} already belongs to session {row[0]}")
             if row is not None:
-                return int(row[1])
+                return int(row[1]), False
             seq = next_seq(conn, "inbound", session_id)
             conn.execute(
                 "INSERT INTO inbound VALUES (?, ?, ?, ?, ?, NULL)", (session_id, seq, message_id, time, body)
             )
-            return seq
+            return seq, True
 
     def pending_inbound(self, session_id: str) -> list[InboundMessage]:
         """Inbound messages not yet delivered to Claude, oldest first."""
@@ -328,6 +347,26 @@ class SessionStore(StoreConnection):
                 (session_id,),
             )
             return [InboundMessage(seq, mid, time, bytes(body)) for seq, mid, time, body in rows]
+
+    def history_marks(self, session_id: str, paths: Iterable[str]) -> dict[str, int]:
+        """Where the session's mirroring of these transcript files began (see `add_history_marks`)."""
+        wanted = list(paths)
+        marks = ",".join("?" * len(wanted))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT path, size FROM history_marks WHERE session = ? AND path IN ({marks})",
+                (session_id, *wanted),
+            )
+            return {path: int(size) for path, size in rows}
+
+    def add_history_marks(self, session_id: str, sizes: Mapping[str, int]) -> None:
+        """Remember the sizes transcript files had when the session first tailed them with their
+        history skipped; the first mark of a file stands."""
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO history_marks VALUES (?, ?, ?)",
+                [(session_id, path, size) for path, size in sizes.items()],
+            )
 
     def mark_delivered(self, session_id: str, seq: int, delivered_at: int) -> None:
         with self._write() as conn:

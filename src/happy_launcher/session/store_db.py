@@ -35,6 +35,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN pid INTEGER",
         "ALTER TABLE sessions ADD COLUMN pid_start INTEGER",
     ),
+    (
+        # Where a session's mirroring of a transcript file began (its size when first tailed
+        # with its history skipped): a later run of the session reads on from there, so what
+        # was written while happy was down is mirrored, and the older history still is not.
+        """CREATE TABLE history_marks (
+            session TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
+            PRIMARY KEY (session, path)) WITHOUT ROWID""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
