@@ -42,8 +42,8 @@ class Recorder:
         self.batches.append(len(records))
         self.calls += [("record", r.uuid) for r in records]
 
-    def prompt_sent(self, text: str, uuid: str | None = None) -> None:
-        self.calls.append(("prompt", text))
+    def prompt_sent(self, text: str, uuid: str | None = None, *, taken: bool = True) -> None:
+        self.calls.append(("prompt", text) if taken else ("late prompt", text))
 
     def end_turn(
         self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None

@@ -5,7 +5,8 @@ back. `put` never blocks (the buffer is unbounded): the SDK reader never waits f
 Behind the consumer, the session's commit point disables a failing best-effort output and keeps
 a failing store's batches in order (all on this event loop: a write that blocks the thread
 blocks the reader too).
-The items waiting together are applied as one batch (one store commit), in order. Partial text
+The items waiting together are applied as one batch (one store commit), in order; a prompt
+that must wait until Claude has taken it splits the batch, and holds back what is behind it. Partial text
 and session ids may go through too, to `on_notice`, or straight to a screen: they are not stored.
 
 Abort (design §4): `abort` puts the synthetic interrupted results of the calls still running
@@ -16,10 +17,10 @@ consumer finish what is left and return, and `flushed` waits until the consumer 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 import anyio
 
@@ -30,13 +31,22 @@ from happy_launcher.protocol import TurnStatus
 MAX_BATCH = 256  # items taken at once: bounds one store transaction
 
 
+# How a prompt's wait ended: Claude wrote its record ("taken"); it did not within the bound,
+# so the turn goes on and the record counts when it comes ("late"); the prompt never reached
+# Claude, or the session stops first: nothing is applied, the transcript tells later ("skip").
+Taken = Literal["taken", "late", "skip"]
+
+
 @dataclass(frozen=True, slots=True)
 class PromptSent:
     """Remote mode sent Claude this prompt (the SDK does not echo it); `uuid`: the one it was
-    sent with, which Claude gives its transcript record."""
+    sent with, which Claude gives its transcript record. `taken`: awaited by the consumer
+    before the prompt is applied, holding back everything queued behind it (the turn's items),
+    so that the prompt is committed only once Claude has taken it."""
 
     text: str
     uuid: str | None = None
+    taken: Callable[[], Awaitable[Taken]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +68,7 @@ class QueueTarget(Protocol):
 
     def deliver(self, records: Sequence[Record]) -> object: ...
 
-    def prompt_sent(self, text: str, uuid: str | None = None) -> object: ...
+    def prompt_sent(self, text: str, uuid: str | None = None, *, taken: bool = True) -> object: ...
 
     def end_turn(
         self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
@@ -118,11 +128,33 @@ class OrderedQueue:
                         items.append(self._receive.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                with target.batch():
-                    _apply(items, target, on_notice)
+                for part in _parts(items):
+                    if isinstance(part, PromptSent):
+                        assert part.taken is not None
+                        if (taken := await part.taken()) != "skip":
+                            with target.batch():
+                                target.prompt_sent(part.text, part.uuid, taken=taken == "taken")
+                        continue
+                    with target.batch():
+                        _apply(part, target, on_notice)
                 self._done += len(items)
                 if self._done == self._put:
                     self._caught_up.set()
+
+
+def _parts(items: list[QueueItem]) -> Iterator[list[QueueItem] | PromptSent]:
+    """The items, with each prompt that must be waited for on its own, in order."""
+    part: list[QueueItem] = []
+    for item in items:
+        if isinstance(item, PromptSent) and item.taken is not None:
+            if part:
+                yield part
+                part = []
+            yield item
+        else:
+            part.append(item)
+    if part:
+        yield part
 
 
 def _apply(items: list[QueueItem], target: QueueTarget, on_notice: Callable[[Notice], object] | None) -> None:

@@ -6,9 +6,13 @@ Two feeds go into the session's one mirror, deduped by record uuid (first arriva
 - the transcript tail, for what the SDK never emits (attachments, `api_error` records, resume
   repairs).
 A prompt is sent with a uuid of ours, which Claude gives to its transcript record: the prompt
-record is committed (user text, turn-start) before Claude even sees the prompt, and the
+(user text, turn-start) is committed once that record is on disk (Claude has taken it: an
+inbound message is marked delivered with it), before anything later of its turn; the
 transcript's copy is the same record, so it is never mapped twice. Turns end with the SDK's
 `ResultMessage` (SDK transcripts have no `turn_duration`).
+
+A resumed happy session first reads what Claude wrote while happy was down (a prompt taken
+just before happy died, and its reply), before connecting.
 """
 
 from __future__ import annotations
@@ -16,18 +20,19 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
 from happy_launcher.claude.converter import Converter
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.queue import Notice, OrderedQueue, PromptSent, QueueTarget
+from happy_launcher.claude.queue import Notice, OrderedQueue, PromptSent, QueueTarget, Taken
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.sdk_items import Partial, SessionStarted
@@ -38,6 +43,8 @@ from happy_launcher.protocol import TurnStatus
 
 _log = logging.getLogger(__name__)
 INTERRUPT_GRACE = 5.0  # seconds Claude gets to end an interrupted turn before we end it ourselves
+# Seconds a prompt waits for its record on disk (2-183 ms measured) before its turn goes on.
+TAKE_TIMEOUT = 30.0
 
 
 class RemoteError(HappyError):
@@ -51,6 +58,8 @@ class MirrorPort(QueueTarget, Protocol):
     @property
     def turn(self) -> str | None: ...
 
+    def finish(self) -> object: ...
+
 
 class SessionPort(Protocol):
     """What the driver needs of the session (`session/core.Session`)."""
@@ -60,6 +69,8 @@ class SessionPort(Protocol):
 
     def set_claude_session(self, claude_session_id: str, source: str, transcript: Path | None) -> None: ...
 
+    def history_sizes(self, sizes: Mapping[Path, int]) -> Mapping[Path, int]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class SentPrompt:
@@ -68,11 +79,18 @@ class SentPrompt:
 
 
 class _Target:
-    """The queue's target: the session's mirror, noting when a turn's result is applied."""
+    """The queue's target: the session's mirror, noting when a prompt (and the turn it
+    opened) and when a turn's result is applied."""
 
-    def __init__(self, mirror: MirrorPort, on_result: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        mirror: MirrorPort,
+        on_result: Callable[[], None],
+        on_prompt: Callable[[str | None, str | None], None],
+    ) -> None:
         self._mirror = mirror
         self._on_result = on_result
+        self._on_prompt = on_prompt
 
     def batch(self) -> AbstractContextManager[object]:
         return self._mirror.batch()
@@ -80,8 +98,10 @@ class _Target:
     def deliver(self, records: Sequence[Record]) -> object:
         return self._mirror.deliver(records)
 
-    def prompt_sent(self, text: str, uuid: str | None = None) -> object:
-        return self._mirror.prompt_sent(text, uuid)
+    def prompt_sent(self, text: str, uuid: str | None = None, *, taken: bool = True) -> object:
+        done = self._mirror.prompt_sent(text, uuid, taken=taken)
+        self._on_prompt(uuid, self._mirror.turn)
+        return done
 
     def end_turn(
         self, status: TurnStatus, service: str | None = None, *, taken: tuple[str, ...] | None = None
@@ -123,6 +143,9 @@ class RemoteDriver:
         self._watcher = make_watcher()
         self._scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
         self._tailed: set[str] = set()
+        self._prompts: dict[str, _Prompt] = {}  # sent, waiting for their record on disk
+        self.sent: set[str] = set()  # uuids of the prompts sent in this connection
+        self._behind = False  # the transcript holds more than the session mirrored (`_catch_up`)
         self._idle = anyio.Event()
         self._idle.set()
         self._stopping = anyio.Event()
@@ -134,8 +157,9 @@ class RemoteDriver:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         self._tail(self.claude_session_id, history=True)
-        target = _Target(self._session.mirror, lambda: self._idle.set())
+        target = _Target(self._session.mirror, lambda: self._idle.set(), self._applied)
         try:
+            await self._catch_up()
             async with anyio.create_task_group() as queue_tg:
                 queue_tg.start_soon(self._queue.run, target, self._notice)
                 try:
@@ -163,21 +187,52 @@ class RemoteDriver:
 
     def close(self) -> None:
         self._stopping.set()
+        for prompt in self._prompts.values():  # the final read of the transcript tells
+            prompt.settle("skip")
 
-    async def send(self, text: str) -> SentPrompt:
-        """Send a prompt: its user text and turn-start are committed before Claude sees it."""
+    async def send(self, text: str, prompt_uuid: str | None = None) -> SentPrompt:
+        """Send a prompt (under `prompt_uuid`, default a new one); returns once its user text and
+        turn-start are committed, which is once Claude has written its record (or after
+        TAKE_TIMEOUT: then its turn goes on, and the record counts when it comes)."""
         client = self._require_client()
-        prompt_uuid = str(uuid.uuid4())
+        prompt_uuid = prompt_uuid or str(uuid.uuid4())
+        prompt = self._prompts[prompt_uuid] = _Prompt()
+        self.sent.add(prompt_uuid)
         self._idle = anyio.Event()
-        self._queue.put(PromptSent(text, prompt_uuid))
-        await self._queue.flushed()
-        turn = self._session.mirror.turn
-        assert turn is not None
+        # Queued first: nothing of its turn can get ahead of it.
+        self._queue.put(PromptSent(text, prompt_uuid, taken=lambda: self._taken(prompt_uuid, prompt)))
         message = {"role": "user", "content": text}
-        await client.query(
-            _one({"type": "user", "message": message, "parent_tool_use_id": None, "uuid": prompt_uuid})
-        )
-        return SentPrompt(prompt_uuid, turn)
+        try:
+            await client.query(
+                _one({"type": "user", "message": message, "parent_tool_use_id": None, "uuid": prompt_uuid})
+            )
+        except BaseException:
+            prompt.settle("skip")  # Claude never got it
+            self._idle.set()
+            raise
+        await prompt.applied.wait()
+        if prompt.turn is None:
+            self._idle.set()
+            raise RemoteError("remote mode stopped before Claude took the prompt: send it again")
+        return SentPrompt(prompt_uuid, prompt.turn)
+
+    async def _taken(self, prompt_uuid: str, prompt: _Prompt) -> Taken:
+        with anyio.move_on_after(TAKE_TIMEOUT):
+            await prompt.settled.wait()
+        if prompt.outcome is None:
+            _log.warning("Claude did not write prompt %s within %s s", prompt_uuid, TAKE_TIMEOUT)
+            prompt.settle("late")
+        if prompt.outcome == "skip":
+            self._prompts.pop(prompt_uuid, None)
+            prompt.applied.set()  # not applied: `send` learns it (no turn)
+        assert prompt.outcome is not None
+        return prompt.outcome
+
+    def _applied(self, prompt_uuid: str | None, turn: str | None) -> None:
+        prompt = self._prompts.pop(prompt_uuid) if prompt_uuid in self._prompts else None
+        if prompt is not None:
+            prompt.turn = turn
+            prompt.applied.set()
 
     async def interrupt(self) -> None:
         """End the running turn `cancelled` (Claude's own interrupt: 11-44 ms)."""
@@ -208,7 +263,27 @@ class RemoteDriver:
             self._queue.put_all(self._converter.convert(message))
 
     async def _from_transcript(self, batch: list[Record]) -> None:
+        if self._prompts:  # straight from the scanner: the queue is held up by the prompt
+            for record in batch:
+                prompt = self._prompts.get(record.uuid) if record.uuid is not None else None
+                if prompt is not None:
+                    prompt.settle("taken")
         self._queue.put_all(batch)
+
+    async def _catch_up(self) -> None:
+        """Before connecting: what the transcript holds that the session has not mirrored (a
+        resumed happy session that died) goes to the mirror, and the turn it opened, which no
+        result will end, is closed as a replay would close it."""
+        if not self._behind:
+            return
+        mirror, mapped = self._session.mirror, False
+        while True:
+            mapped |= bool(mirror.deliver(self._scanner.scan(final=True)))
+            if not self._scanner.files.behind:
+                break
+            await anyio.lowlevel.checkpoint()  # a long backlog does not block the loop
+        if mapped and mirror.turn is not None:
+            mirror.finish()
 
     def _notice(self, notice: Notice) -> None:
         if isinstance(notice, Partial):
@@ -227,8 +302,28 @@ class RemoteDriver:
             return
         self._tailed.add(claude_session_id)
         path = self._transcript(claude_session_id)
-        known = ExistingFiles.of_sessions([path]).sizes if history else {}
+        if history:
+            sizes = ExistingFiles.of_sessions([path]).sizes
+            known = self._session.history_sizes(sizes)
+            self._behind = any(known.get(p, 0) < size for p, size in sizes.items())
+        else:
+            known = {}
         self._scanner.add_main(path, known=known)
+
+
+class _Prompt:
+    """A prompt sent, until its wait ends (see `Taken`)."""
+
+    def __init__(self) -> None:
+        self.settled = anyio.Event()
+        self.outcome: Taken | None = None
+        self.applied = anyio.Event()  # its prompt_sent applied (or skipped)
+        self.turn: str | None = None  # the turn it opened
+
+    def settle(self, outcome: Taken) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
+            self.settled.set()
 
 
 def _flatten(batches: Iterator[list[Record]]) -> list[Record]:

@@ -15,6 +15,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.driver import RemoteDriver, SentPrompt
 from happy_launcher.remote.permissions import PermissionAnswer, PermissionBroker
+from happy_launcher.session.inbound import InboundPrompt
 
 
 class Subscriber(Protocol):
@@ -27,6 +28,10 @@ class Committed(Protocol):
     id: str | None
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]: ...
+
+    def pending_prompts(self) -> list[InboundPrompt]: ...
+
+    def has_pending(self) -> bool: ...
 
 
 class _Feed:
@@ -47,6 +52,7 @@ class RemoteSession:
         self._session = session
         self._driver = driver
         self.permissions = permissions
+        self._delivering = anyio.Lock()
 
     @property
     def happy_session_id(self) -> str:
@@ -61,11 +67,11 @@ class RemoteSession:
     def busy(self) -> bool:
         return self._driver.busy
 
-    async def send(self, text: str) -> AsyncIterator[Envelope]:
+    async def send(self, text: str, prompt_uuid: str | None = None) -> AsyncIterator[Envelope]:
         """Send a prompt and yield the envelopes of the turn it starts, from the prompt's user
         text to its `turn-end` (completed, failed or cancelled)."""
         async with self.committed() as envelopes:
-            sent = await self.submit(text)
+            sent = await self.submit(text, prompt_uuid)
             async for envelope in envelopes:
                 if envelope.turn == sent.turn or (
                     envelope.role == "user" and envelope.claudeUuid == sent.uuid
@@ -74,12 +80,29 @@ class RemoteSession:
                     if envelope.ev.t == "turn-end":
                         return
 
-    async def submit(self, text: str) -> SentPrompt:
-        """Send a prompt once the running turn (if any) has ended; its envelopes come to the
-        subscribers. Returns at once after the prompt's user text and turn-start are committed."""
+    async def submit(self, text: str, prompt_uuid: str | None = None) -> SentPrompt:
+        """Send a prompt (under `prompt_uuid`, default a new one) once the running turn (if
+        any) has ended; its envelopes come to the subscribers. Returns once Claude has taken
+        it and its user text and turn-start are committed."""
         if self._driver.busy:
             await self._driver.wait_idle()  # one turn at a time, in order
-        return await self._driver.send(text)
+        return await self._driver.send(text, prompt_uuid)
+
+    def has_pending(self) -> bool:
+        """Some inbound message waits for Claude."""
+        return self._session.has_pending()
+
+    async def deliver_pending(self) -> list[SentPrompt]:
+        """Send each inbound message Claude has not taken, oldest first, each once the turn
+        before it has ended, under its stored prompt uuid. Those Claude took while happy was
+        down were marked delivered by the transcript read done on connecting; those sent in
+        this connection are not sent again. Returns once the last one's turn has started."""
+        sent = []
+        async with self._delivering:  # two callers never send one message twice
+            for prompt in self._session.pending_prompts():
+                if prompt.uuid not in self._driver.sent:
+                    sent.append(await self.submit(prompt.text, prompt.uuid))
+        return sent
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """Be told of every envelope committed from now on (`committed(seqs, envelopes)`)."""
