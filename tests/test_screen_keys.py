@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from happy_launcher.remote.screen_keys import (
     EXIT_WINDOW_MS,
     MAX_INPUT,
+    SWITCH_WINDOW_MS,
     Answer,
     End,
     Interrupt,
@@ -83,7 +84,7 @@ def test_editing_and_sending() -> None:
     assert c.buffer == "fix the "  # the word went, the spaces before it stay (as in a shell)
     assert feed(c, Key("text", "now"), Key("enter")) == [None, Send("fix the now")]
     assert c.buffer == ""
-    assert feed(c, Key("text", "  "), Key("enter")) == [None, None]  # nothing to send
+    assert feed(c, Key("text", "  x"), Key("enter")) == [None, Send("x")]  # spaces then text
     feed(c, Key("text", "x"), Key("kill-line"))
     assert c.buffer == ""
     feed(c, Key("paste", "z" * (MAX_INPUT + 10)))
@@ -121,6 +122,21 @@ def test_ctrl_c_clears_the_input_line_first_and_ctrl_d_exits_an_empty_idle_line(
 
 def test_ctrl_t_asks_for_local_mode() -> None:
     assert feed(KeyController(), Key("ctrl-t"), turn="tone") == [End("switch")]
+
+
+def test_space_twice_on_an_empty_line_asks_for_local_mode_within_the_window() -> None:
+    c = KeyController()
+    assert feed(c, Key("text", " "), now=1_000) == [None]
+    assert feed(c, Key("text", " "), now=1_000 + SWITCH_WINDOW_MS) == [End("switch")]
+    assert feed(KeyController(), Key("text", "  ")) == [End("switch")]  # both in one read
+    late = KeyController()
+    feed(late, Key("text", " "), now=0)
+    assert feed(late, Key("text", " "), now=SWITCH_WINDOW_MS + 1) == [None]  # too late: armed again
+    assert feed(late, Key("text", " "), now=SWITCH_WINDOW_MS + 2) == [End("switch")]
+    typing = KeyController()
+    assert feed(typing, *typed("a  b"), Key("enter")) == [None] * 4 + [Send("a  b")]  # spaces in text
+    broken = KeyController()
+    assert feed(broken, Key("text", " "), Key("backspace"), Key("text", " ")) == [None] * 3  # not a pair
 
 
 def test_permission_prompts_are_answered_in_order_and_take_the_keys() -> None:

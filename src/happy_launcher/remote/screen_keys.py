@@ -7,7 +7,9 @@ each of them, and pasted text never answers a permission prompt.
 
 `KeyController` holds the input line and the queue of permission prompts, and decides what a key
 means: while a prompt is waiting, y/n/a answer the oldest one; Ctrl-C interrupts a running turn,
-else clears the input line, else must be pressed twice within `EXIT_WINDOW_MS` to exit.
+else clears the input line, else must be pressed twice within `EXIT_WINDOW_MS` to exit. Ctrl-T,
+or Space twice within `SWITCH_WINDOW_MS` on an empty input line (Happy's gesture), asks for local
+mode; a space typed after text is just a space.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ _PASTE_JUNK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # controls other than tab
 MAX_INPUT = 100_000  # characters in the input line; a runaway paste is cut here
 
 EXIT_WINDOW_MS = 3_000
+SWITCH_WINDOW_MS = 15_000
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ class KeyController:
         self._prompts: deque[PermissionPrompt] = deque()
         self._exit_window = exit_window_ms
         self._armed_at: int | None = None  # the first Ctrl-C of a pair
+        self._space_at: int | None = None  # the first Space of a pair, on an empty line
         self._interrupted: str | None = None  # the turn we asked to interrupt
 
     @property
@@ -194,7 +198,18 @@ class KeyController:
             return End("switch")
         if self._prompts:
             return self._answer(key)
+        if key.name == "text" and key.text and not key.text.strip(" ") and not self.buffer:
+            return self._spaces(len(key.text), now)  # one read may hold both
+        self._space_at = None
         return self._edit(key, turn)
+
+    def _spaces(self, count: int, now: int) -> Command | None:
+        for _ in range(count):
+            if self._space_at is not None and now - self._space_at <= SWITCH_WINDOW_MS:
+                self._space_at = None
+                return End("switch")
+            self._space_at = now
+        return None
 
     def _ctrl_c(self, now: int, turn: str | None) -> Command | None:
         if turn is not None and self._interrupted != turn:

@@ -16,7 +16,7 @@ PARTIAL_ROWS = 4  # the streamed preview shows its last rows only
 INPUT_ROWS = 3  # a long input line shows its last rows only
 _ARGS_PREVIEW = 200
 
-IDLE_HINT = "Enter send · Ctrl-C twice exit · Ctrl-T local mode"
+IDLE_HINT = "Enter send · Ctrl-C twice exit · Ctrl-T or Space twice: local mode"
 BUSY_HINT = "Enter send · Ctrl-C interrupt · Ctrl-T local mode"
 EXIT_HINT = "Press Ctrl-C again to exit"
 PROMPT_HINT = "y allow · n deny · a deny and stop"
