@@ -232,6 +232,15 @@ def test_api_error_record_becomes_service_text_and_fails_turn(m: Mapper) -> None
     ]
 
 
+def test_a_synthetic_reply_of_a_resume_repair_is_not_agent_text(m: Mapper) -> None:
+    """Resuming an interrupted turn, Claude writes "No response requested." (model `<synthetic>`)."""
+    repair = assistant(text("No response requested."))
+    repair.message["model"] = "<synthetic>"
+    out = feed_all(m, user("hi"), repair, assistant(text("real"), stop_reason="end_turn"))
+    assert evs(out)[1:] == [{"t": "turn-start"}, {"t": "text", "text": "real"}]
+    assert m.state.stats.ignored_blocks["synthetic reply"] == 1
+
+
 def test_usage_rides_on_the_last_content_envelope_of_the_record(m: Mapper) -> None:
     usage = {"input_tokens": 3, "output_tokens": 7}
     out = m.feed(assistant(text("a"), tool_use("toolu_x", "Bash", command="ls"), usage=usage), NOW)

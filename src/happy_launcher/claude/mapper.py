@@ -120,6 +120,16 @@ class Mapper:
             self._end_turn(status, now, out)
         return out
 
+    def notice(self, text: str, now: int) -> list[Envelope]:
+        """A service note of happy's own (a broken chain after a switch): in the open turn, else
+        in a turn of its own."""
+        out: Out = []
+        alone = self.state.turn is None
+        self._agent(out, ServiceEv(text=text), now, None, None)
+        if alone:
+            self._end_turn("completed", now, out)
+        return out
+
     def finish(self, now: int) -> list[Envelope]:
         """End of a finished transcript (replay): close what is still open (design §2)."""
         status: TurnStatus = "completed" if self.state.last_stop_reason == "end_turn" else "cancelled"
@@ -166,6 +176,11 @@ class Mapper:
             self._agent(out, ServiceEv(text=text), now, subagent, record.uuid)
             if subagent is None and not record.is_sidechain:
                 self._end_turn("failed", now, out)
+            return
+        if record.message.get("model") == "<synthetic>":
+            # A resume's repair of an interrupted turn ("No response requested."): Claude's
+            # bookkeeping, which the TUI does not show either (design §2).
+            self.state.stats.ignored_blocks["synthetic reply"] += 1
             return
         content = record.content
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []

@@ -113,6 +113,10 @@ class Mirror:
         """A turn result (remote mode): end the open turn, if it is the result's (see Mapper)."""
         return self._write(self.mapper.end_turn(status, self._now(), service, taken=taken))
 
+    def notice(self, text: str) -> list[Envelope]:
+        """A service note of happy's own (see `Mapper.notice`)."""
+        return self._write(self.mapper.notice(text, self._now()))
+
     def finish(self) -> list[Envelope]:
         """The transcript is finished (replay): close what is open by the rule of design §2."""
         return self._write(self.mapper.finish(self._now()))
