@@ -14,6 +14,10 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 _RECEIVE = 1 << 16
+# The server's limits, here (light to import) so that the listener loads no more than this.
+MAX_REQUEST_LINE = 1 << 20  # bytes, newline excluded: a request is small; a megabyte is generous
+OUTBOX_LIMIT = 8 << 20  # bytes queued for one client before it is dropped
+DROP_GRACE = 2.0  # seconds a dropped client has to read its `dropped` line
 
 
 class LinkClosed(Exception):

@@ -13,10 +13,8 @@ from typing import Protocol
 
 import anyio
 
+from happy_launcher.session.control_link import DROP_GRACE, OUTBOX_LIMIT
 from happy_launcher.session.control_wire import Dropped, encode
-
-OUTBOX_LIMIT = 8 << 20  # bytes queued for one client before it is dropped
-DROP_GRACE = 2.0  # seconds a dropped client has to read its `dropped` line
 
 
 class Sender(Protocol):

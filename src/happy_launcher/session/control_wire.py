@@ -17,7 +17,6 @@ from happy_launcher.protocol.wire import Envelope
 from happy_launcher.session.control_types import Accepted, PendingRequest, SessionFacts
 
 PROTOCOL_VERSION = 1
-MAX_REQUEST_LINE = 1 << 20  # bytes, newline excluded: a request is small; a megabyte is generous
 
 RequestId = Annotated[str, Field(min_length=1, max_length=200)]
 ErrorCode = Literal["bad-json", "bad-request", "too-long", "unsupported-version", "refused", "failed"]

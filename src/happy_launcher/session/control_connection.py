@@ -1,0 +1,155 @@
+"""One client of the control socket (see control_server.py): a reader answering its requests
+one after the other, in order, and a writer draining its outbox (`control_outbox.py`); the
+session's callbacks only ever queue lines, so no client can slow the session. Nothing a client
+sends can end the server: a bad line is an `error` reply, a failure of the session's side is an
+`error` reply (and a log line)."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from anyio.abc import TaskGroup
+
+from happy_launcher import __version__
+from happy_launcher.session.control_link import Link, LinkClosed
+from happy_launcher.session.control_outbox import Outbox
+from happy_launcher.session.control_server import ServerLimits
+from happy_launcher.session.control_socket import peer_uid
+from happy_launcher.session.control_subscription import Subscription
+from happy_launcher.session.control_types import Controller, ControlRefused
+from happy_launcher.session.control_wire import (
+    PROTOCOL_VERSION,
+    AbortRequest,
+    AcceptedReply,
+    AnswerRequest,
+    ErrorReply,
+    Facts,
+    HelloReply,
+    HelloRequest,
+    LineSplitter,
+    OkReply,
+    Permission,
+    Reply,
+    Request,
+    SendRequest,
+    StatusReply,
+    StatusRequest,
+    SubscribeRequest,
+    SwitchRequest,
+    WireError,
+    encode,
+    parse_request,
+)
+
+_log = logging.getLogger(__name__)
+
+
+async def serve_client(link: Link, controller: Controller, uid: int, limits: ServerLimits) -> None:
+    with link.socket:
+        try:
+            peer = peer_uid(link.socket)
+            if peer != uid:
+                _log.warning("control socket: refused a client of uid %d", peer)
+                refusal = ErrorReply(
+                    id=None, code="refused", message=f"uid {peer} may not control this session"
+                )
+                with anyio.move_on_after(limits.grace):
+                    await link.send(encode(refusal))
+                return
+            await _Connection(controller, limits).run(link)
+        except (LinkClosed, OSError):
+            pass  # the client went away
+        except Exception:  # a bug of ours: this client is lost, the session must not be
+            _log.exception("control socket: a client connection failed")
+
+
+class _Connection:
+    def __init__(self, controller: Controller, limits: ServerLimits) -> None:
+        self._controller = controller
+        self._limits = limits
+        self._outbox = Outbox(limits.outbox, limits.grace)
+        self._subscription: Subscription | None = None
+
+    async def run(self, link: Link) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._write, link, tg.cancel_scope)
+            try:
+                await self._read(link, tg)
+            finally:
+                if self._subscription is not None:
+                    self._subscription.stop()
+            # The client closed its end: send what it is owed (boundedly), then close.
+            self._outbox.close()
+            tg.cancel_scope.deadline = anyio.current_time() + self._limits.grace
+
+    async def _write(self, link: Link, scope: anyio.CancelScope) -> None:
+        try:
+            await self._outbox.run(link)
+        except LinkClosed:
+            pass
+        finally:
+            scope.cancel()  # done (closed, dropped or gone): so is the reader
+
+    async def _read(self, link: Link, tg: TaskGroup) -> None:
+        splitter = LineSplitter(self._limits.max_line)
+        while data := await link.receive():
+            for line in splitter.feed(data):
+                reply = await self._answer(line, tg)
+                if reply is not None:
+                    self._outbox.put(encode(reply))
+
+    async def _answer(self, line: bytes | None, tg: TaskGroup) -> Reply | None:
+        if line is None:
+            message = f"a request is at most {self._limits.max_line} bytes: this line was skipped"
+            return ErrorReply(id=None, code="too-long", message=message)
+        if not line.strip():
+            return None  # a blank line (`nc` users): nothing asked
+        try:
+            request = parse_request(line)
+        except WireError as exc:
+            return exc.reply()
+        try:
+            return await self._dispatch(request, tg)
+        except ControlRefused as exc:
+            return ErrorReply(id=request.id, code="refused", message=str(exc))
+        except Exception as exc:
+            _log.exception("control request %s failed", request.type)
+            message = f"the session failed to {request.type} ({exc}); see happy.log in HAPPY_HOME_DIR"
+            return ErrorReply(id=request.id, code="failed", message=message)
+
+    async def _dispatch(self, request: Request, tg: TaskGroup) -> Reply | None:
+        controller = self._controller
+        match request:
+            case HelloRequest(versions=versions) if PROTOCOL_VERSION not in versions:
+                message = f"this session speaks protocol version {PROTOCOL_VERSION}: upgrade happy"
+                return ErrorReply(id=request.id, code="unsupported-version", message=message)
+            case HelloRequest():
+                facts = Facts.of(controller.facts())
+                return HelloReply(
+                    id=request.id, version=PROTOCOL_VERSION, happy_version=__version__, session=facts
+                )
+            case SubscribeRequest(after_seq=after_seq):
+                return self._subscribe(request.id, after_seq, tg)
+            case SendRequest(message_id=message_id, text=text):
+                return AcceptedReply.of(request.id, await controller.send(message_id, text))
+            case SwitchRequest(to=to):
+                await controller.switch(to)
+            case AbortRequest():
+                await controller.abort()
+            case AnswerRequest(request_id=request_id, allow=allow, message=message):
+                controller.answer(request_id, allow, message)
+            case StatusRequest():
+                pending = [Permission.of(p) for p in controller.pending_permissions()]
+                return StatusReply(id=request.id, session=Facts.of(controller.facts()), pending=pending)
+        return OkReply(id=request.id)
+
+    def _subscribe(self, request_id: str, after_seq: int | None, tg: TaskGroup) -> Reply | None:
+        if self._subscription is not None:
+            message = "this connection is already subscribed: open another one to subscribe again"
+            return ErrorReply(id=request_id, code="bad-request", message=message)
+        self._outbox.put(encode(OkReply(id=request_id)))  # before the first event
+        self._subscription = Subscription(self._controller, self._outbox, after_seq)
+        self._subscription.start()
+        tg.start_soon(self._subscription.catch_up)
+        return None
