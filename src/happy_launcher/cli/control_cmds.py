@@ -72,9 +72,12 @@ def _table(views: list[SessionView]) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join(
+    lines = [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows
-    )
+    ]
+    # Never silent: a conversation that broke at a switch is named under the table.
+    lines += [f"! {v.name}: {v.continuity_break}" for v in views if v.continuity_break]
+    return "\n".join(lines)
 
 
 def _when(ms: int | None) -> str:

@@ -30,6 +30,7 @@ class SessionView:
     started_at: int
     last_activity: int | None
     socket: Path | None
+    continuity_break: str | None = None  # the conversation broke at a switch (continuity.py)
 
     @property
     def running(self) -> bool:
@@ -104,6 +105,7 @@ def _view(home: Path, summary: SessionSummary, facts: Facts | None, path: Path |
         started_at=info.started_at,
         last_activity=summary.last_activity,
         socket=(path or socket_path(home, owner.pid)) if alive and owner is not None else None,
+        continuity_break=summary.continuity_break,
     )
 
 

@@ -68,6 +68,7 @@ class SessionSummary:
     info: SessionInfo
     owner: ProcessId | None  # its launcher (while it runs)
     last_activity: int | None  # the time of its last envelope
+    continuity_break: str | None = None  # why the conversation broke at a switch, if it did
 
 
 _SESSION_COLUMNS = "id, claude_session_id, cwd, started_at, ended_at, status"
@@ -182,6 +183,16 @@ class SessionStore(StoreConnection):
                 (session_id, claude_session_id, transcript_path, source, seen_at),
             )
 
+    def note_break(self, session_id: str, text: str) -> None:
+        """The conversation broke across a switch (session/continuity.py): kept for `sessions`."""
+        with self._write() as conn:
+            update_session(conn, session_id, "continuity_break = ?", (text,))
+
+    def continuity_break(self, session_id: str) -> str | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT continuity_break FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else row[0]
+
     def save_mapper_state(self, session_id: str, state_json: str) -> None:
         with self._write() as conn:
             update_session(conn, session_id, "mapper_state = ?", (state_json,))
@@ -205,12 +216,15 @@ class SessionStore(StoreConnection):
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {_SESSION_COLUMNS}, pid, pid_start, "
-                "(SELECT time FROM envelopes e WHERE e.session = s.id ORDER BY e.seq DESC LIMIT 1) "
-                "FROM sessions s ORDER BY started_at DESC, id"
+                "(SELECT time FROM envelopes e WHERE e.session = s.id ORDER BY e.seq DESC LIMIT 1), "
+                "continuity_break FROM sessions s ORDER BY started_at DESC, id"
             )
             return [
                 SessionSummary(
-                    SessionInfo(*row[:6]), None if row[6] is None else ProcessId(row[6], row[7]), row[8]
+                    SessionInfo(*row[:6]),
+                    None if row[6] is None else ProcessId(row[6], row[7]),
+                    row[8],
+                    row[9],
                 )
                 for row in rows
             ]

@@ -43,6 +43,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             session TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
             PRIMARY KEY (session, path)) WITHOUT ROWID""",
     ),
+    (
+        # Why the conversation did not continue across a switch of front ends (None: it did).
+        "ALTER TABLE sessions ADD COLUMN continuity_break TEXT",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
