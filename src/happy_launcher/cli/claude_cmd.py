@@ -81,14 +81,15 @@ def _run_remote(cfg: LocalConfig) -> int:
 
     from happy_launcher.session.launcher import SessionRef
     from happy_launcher.session.logfile import log_to
-    from happy_launcher.session.loop import run_session
+    from happy_launcher.session.modes import run_controlled
     from happy_launcher.session.remote import RemoteLauncher
 
     if cfg.home is None:
         raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
     log_to(cfg.home)
     ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
-    return anyio.run(run_session, ref, RemoteLauncher(cfg)).code
+    run = functools.partial(run_controlled, ref, RemoteLauncher(cfg), mode="remote", cfg=cfg)
+    return anyio.run(run).code
 
 
 def _run_tui(cfg: LocalConfig) -> int:

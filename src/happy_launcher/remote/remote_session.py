@@ -53,6 +53,7 @@ class RemoteSession:
         self._driver = driver
         self.permissions = permissions
         self._delivering = anyio.Lock()
+        self._sending = anyio.Lock()
 
     @property
     def happy_session_id(self) -> str:
@@ -84,9 +85,10 @@ class RemoteSession:
         """Send a prompt (under `prompt_uuid`, default a new one) once the running turn (if
         any) has ended; its envelopes come to the subscribers. Returns once Claude has taken
         it and its user text and turn-start are committed."""
-        if self._driver.busy:
-            await self._driver.wait_idle()  # one turn at a time, in order
-        return await self._driver.send(text, prompt_uuid)
+        async with self._sending:  # one turn at a time, in order, whoever sends (screen, clients)
+            while self._driver.busy:
+                await self._driver.wait_idle()
+            return await self._driver.send(text, prompt_uuid)
 
     def has_pending(self) -> bool:
         """Some inbound message waits for Claude."""

@@ -68,6 +68,7 @@ class Session:
         self._adopted = False  # bound to an earlier happy session (resumed)
         self.inbound = InboundLedger()
         self._marks: dict[str, int] = {}  # history marks taken before the session was bound
+        self._on_bind: list[Callable[[], None]] = []
 
     def __enter__(self) -> Self:
         return self
@@ -130,6 +131,16 @@ class Session:
         for subscriber in self._subscribers:
             self._commit.subscribe(subscriber)
         self._mirror = Mirror(mapper, self._commit, self._clock, seen=seen, inbound=self.inbound)
+        for callback in self._on_bind:
+            callback()
+
+    def when_bound(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the session is bound (now, if it is): only then is it known
+        whether it continues an earlier one, with messages still waiting for Claude."""
+        if self.id is not None:
+            callback()
+        else:
+            self._on_bind.append(callback)
 
     def _adoptable(self, earlier: SessionInfo) -> bool:
         if earlier.status != "running":

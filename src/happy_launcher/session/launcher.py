@@ -18,6 +18,8 @@ from happy_launcher.session.events_output import EventsOutput
 
 if TYPE_CHECKING:
     from happy_launcher.protocol import TurnStatus
+    from happy_launcher.remote.permissions import PermissionBroker
+    from happy_launcher.session.control_types import Mode
     from happy_launcher.session.core import Session
 
 _log = logging.getLogger(__name__)
@@ -43,10 +45,32 @@ class LauncherExit:
         return "completed" if self.code == 0 else "failed"
 
 
+class Front(Protocol):
+    """What the session's controller (the control socket) can ask of the launcher that drives
+    Claude now. Each launcher puts its front in `SessionRef.front` while it runs."""
+
+    @property
+    def mode(self) -> Mode: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+    def request_switch(self) -> None:
+        """Hand the session over to the other launcher (ControlRefused if it cannot be done)."""
+        ...
+
+    async def abort(self) -> None: ...
+
+    def inbound(self) -> None:
+        """A message for Claude was stored: deliver it (remote), or switch to deliver it (local)."""
+        ...
+
+
 class SessionRef:
     """The run's session, opened on first `get()` (after Claude is spawned, in local mode) and
     then the same object for every launcher of the run. A failure to open it is kept (and
-    raised again by the next `get()`): the caller decides whether Claude goes on unmirrored."""
+    raised again by the next `get()`): the caller decides whether Claude goes on unmirrored.
+    `front`: the running launcher's, for the controller (None between launchers)."""
 
     def __init__(self, home: Path, cwd: Path, *, events: EventsOutput | None = None) -> None:
         self.home = home
@@ -54,6 +78,8 @@ class SessionRef:
         self.events = events
         self._session: Session | None = None
         self.failure: Exception | None = None
+        self.front: Front | None = None
+        self._permissions: PermissionBroker | None = None
 
     def get(self) -> Session:
         if self._session is None:
@@ -66,6 +92,22 @@ class SessionRef:
             except Exception as exc:
                 self.failure = exc
                 raise
+        return self._session
+
+    @property
+    def permissions(self) -> PermissionBroker:
+        """The run's pending permission requests: one broker for every launcher of the run, so
+        that a client watching them subscribes once."""
+        if self._permissions is None:
+            from happy_launcher.protocol import Cuid2Ids
+            from happy_launcher.remote.permissions import PermissionBroker
+
+            self._permissions = PermissionBroker(Cuid2Ids())
+        return self._permissions
+
+    @property
+    def opened(self) -> Session | None:
+        """The session if it was opened already (never opens it)."""
         return self._session
 
     def end(self, status: TurnStatus) -> list[str]:

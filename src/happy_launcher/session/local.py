@@ -14,15 +14,17 @@ from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.hooks import HookChannel
-from happy_launcher.local.launch import Launch, claude_argv, launch_plan
+from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
 from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.home import run_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
     from happy_launcher.local.exits import ChildExit
+    from happy_launcher.local.pty_session import PtySession
     from happy_launcher.session.launcher import LauncherExit, SessionRef
     from happy_launcher.session.tracking import TrackerFactory, Tracking
 
@@ -35,12 +37,14 @@ async def run_local(
     """Run one local session; Claude's exit code. `make_tracker`: see `Tracking`; `launcher`: one
     already started (`LocalLauncher.start`)."""
     from happy_launcher.session.launcher import SessionRef
-    from happy_launcher.session.loop import run_session
 
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events) if cfg.home is not None else None
     launcher = launcher if launcher is not None else LocalLauncher(cfg, make_tracker=make_tracker)
-    exit = await run_session(ref, launcher)
-    return exit.code
+    if cfg.home is None:  # not mirrored: no session to drive from elsewhere either
+        return (await launcher.run(None)).code
+    from happy_launcher.session.modes import run_controlled
+
+    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
+    return (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
 
 
 class _Started(NamedTuple):
@@ -52,11 +56,15 @@ class _Started(NamedTuple):
 
 
 class LocalLauncher:
-    """Claude's TUI under our PTY, with a SessionStart hook that names each session id."""
+    """Claude's TUI under our PTY, with a SessionStart hook that names each session id.
+    `resume`: a later launch in the run (after remote mode), on that Claude session."""
 
-    def __init__(self, cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None) -> None:
+    def __init__(
+        self, cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None, resume: str | None = None
+    ) -> None:
         self._cfg = cfg
         self._make_tracker = make_tracker
+        self._resume = resume
         self._started: _Started | None = None
         self._cleanup = contextlib.ExitStack()  # the hook channel; Claude, if never run
         self.failure: Exception | None = None  # mirroring failed (Claude went on)
@@ -65,7 +73,7 @@ class LocalLauncher:
         """Spawn Claude (with our hook when the run is mirrored), without an event loop; `run`
         takes it over. `close` ends what `run` never took over."""
         cfg = self._cfg
-        launch = launch_plan(cfg.args.intent)
+        launch = launch_plan(cfg.args.intent) if self._resume is None else relaunch(self._resume)
         settings, hook_events = cfg.args.user_settings, None
         if cfg.home is not None:
             channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
@@ -93,12 +101,26 @@ class LocalLauncher:
             assert self._started is not None
             if session is None or self._started.hook_events is None:  # not mirrored: Claude as is
                 return _exit(await _run(self._cfg, self._started, None))
+            import anyio  # loaded by now: run() runs in the event loop
+
+            from happy_launcher.session.local_front import LocalFront
+
             tracking = self._tracking(session, self._started)
+            front = session.front = LocalFront(session)
+
+            async def beside(pty: PtySession) -> None:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(tracking.run)
+                    tg.start_soon(front.serve, pty)
+
             try:
-                child = await _run(self._cfg, self._started, tracking)
+                child = await _run(self._cfg, self._started, beside)
             finally:
+                session.front = None
                 tracking.finish()
                 self.failure = tracking.failure
+            if front.switched:
+                return _switched(session)
             return _exit(child)
 
     def _tracking(self, session: SessionRef, started: _Started) -> Tracking:
@@ -114,13 +136,25 @@ class LocalLauncher:
         )
 
 
+def _switched(session: SessionRef) -> LauncherExit:
+    """Stopped for a switch: a turn Claude did not close (no interrupt record) ends `cancelled`."""
+    from happy_launcher.session.launcher import LauncherExit
+
+    opened = session.opened
+    if opened is not None and opened.id is not None and opened.mirror.turn is not None:
+        opened.close_turn("cancelled")
+    return LauncherExit("switch")
+
+
 def _exit(child: ChildExit) -> LauncherExit:
     from happy_launcher.session.launcher import LauncherExit
 
     return LauncherExit("exited", code=child.code, stopped_by_us=child.stopped_by_us)
 
 
-async def _run(cfg: LocalConfig, started: _Started, tracking: Tracking | None) -> ChildExit:
+async def _run(
+    cfg: LocalConfig, started: _Started, beside: Callable[[PtySession], Awaitable[None]] | None
+) -> ChildExit:
     from happy_launcher.local.passthrough import run_passthrough  # heavy: after the spawn
 
     try:
@@ -130,7 +164,7 @@ async def _run(cfg: LocalConfig, started: _Started, tracking: Tracking | None) -
             cwd=cfg.cwd,
             stdin_fd=cfg.stdin_fd,
             stdout_fd=cfg.stdout_fd,
-            on_started=None if tracking is None else lambda _pty: tracking.run(),
+            on_started=beside,
             started=started.pty,
         )
     except OSError as exc:

@@ -1,22 +1,65 @@
 """The session loop: one session for the whole `happy claude` run, driven by one launcher at a
-time, ended once, after the last launcher (design §5). Switching launchers mid-session builds on
-this (the next launcher runs when one stops with `switch`)."""
+time, ended once, after the last launcher (design §5). A launcher that stops with `switch` hands
+the same Claude session to the other mode's launcher."""
 
 from __future__ import annotations
 
+import logging
 import sys
+from typing import Protocol
 
+from happy_launcher.session.control_types import Mode
 from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
 
+_log = logging.getLogger(__name__)
 
-async def run_session(ref: SessionRef | None, launcher: Launcher) -> LauncherExit:
-    """Run `launcher` on the session, then end the session with the status its exit implies.
-    `ref` None: this run is not mirrored (happy's home is unusable, already said)."""
+
+class Modes(Protocol):
+    """Makes the launcher that takes over a switch: `mode` on Claude session `claude_session_id`."""
+
+    def launcher(self, mode: Mode, claude_session_id: str) -> Launcher: ...
+
+
+class Switching(Protocol):
+    """Told about each hand-over (the controller: continuity checks, the socket's facts)."""
+
+    def switching(self, to: Mode) -> None: ...
+
+
+async def run_session(
+    ref: SessionRef | None,
+    launcher: Launcher,
+    *,
+    mode: Mode = "local",
+    modes: Modes | None = None,
+    switching: Switching | None = None,
+) -> LauncherExit:
+    """Run `launcher` (in `mode`) on the session, then each launcher a switch asks for (with
+    `modes`), then end the session with the status the last exit implies. Remote mode failing
+    after a switch hands the session back to the TUI. `ref` None: this run is not mirrored
+    (happy's home is unusable, already said), so it cannot switch either."""
     if ref is None:
         return await launcher.run(None)
     exit: LauncherExit | None = None
+    switched = False
     try:
-        exit = await launcher.run(ref)
+        while True:
+            try:
+                exit = await launcher.run(ref)
+            except Exception as exc:
+                if not (switched and mode == "remote" and modes is not None):
+                    raise
+                # The terminal's user loses nothing: the session goes on in the TUI.
+                _log.error("remote mode failed after a switch", exc_info=exc)
+                sys.stderr.write(f"happy: remote mode failed ({exc}); back to local mode\n")
+                exit = LauncherExit("switch")
+            claude_id = ref.opened.claude_session_id if ref.opened is not None else None
+            if exit.reason != "switch" or modes is None or claude_id is None:
+                break
+            mode, switched = ("remote" if mode == "local" else "local"), True
+            if switching is not None:
+                switching.switching(mode)
+            launcher = modes.launcher(mode, claude_id)
     finally:
         failure = getattr(launcher, "failure", None)  # mirroring failed while Claude ran on
         end_session(ref, exit, launcher_failure=failure if isinstance(failure, Exception) else None)

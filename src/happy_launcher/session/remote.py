@@ -6,8 +6,10 @@ per line of stdin, and prints the agent's text as it is committed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import termios
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -31,6 +33,7 @@ from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.core import Session
 from happy_launcher.session.launcher import LauncherExit, SessionRef
 from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir
+from happy_launcher.session.remote_front import RemoteFront
 
 if TYPE_CHECKING:
     from happy_launcher.session.remote_screen import ScreenLink
@@ -47,18 +50,21 @@ async def connect(
     claude_session_id: str,
     resume: bool,
     permission_timeout: float | None = DEFAULT_TIMEOUT,
+    broker: PermissionBroker | None = None,
     on_partial: Callable[[Partial], None] | None = None,
     on_notice: Callable[[str], None] | None = None,
 ) -> AsyncIterator[RemoteSession]:
     """Run Claude session `claude_session_id` (resumed, or created with that id) through the SDK
     for the block's duration, mirrored into `session`. On the way out a running turn is
-    interrupted (never a bare disconnect) and pending permission requests are denied."""
+    interrupted (never a bare disconnect) and pending permission requests are denied.
+    `broker`: the run's, when it has one (else one for this block, with `permission_timeout`)."""
     if resume:
         ensure_not_busy(registry_dir(env), claude_session_id)
     built = remote_options(args, binary=binary, cwd=cwd, env=env, session_id=claude_session_id, resume=resume)
     if on_notice is not None and (notice := built.notice()) is not None:
         on_notice(notice)
-    broker = PermissionBroker(Cuid2Ids(), timeout=permission_timeout)
+    if broker is None:
+        broker = PermissionBroker(Cuid2Ids(), timeout=permission_timeout)
     if built.options.permission_mode != "bypassPermissions":  # else the SDK never asks
         built.options.can_use_tool = can_use_tool(broker)
 
@@ -85,18 +91,25 @@ async def connect(
 
 
 class RemoteLauncher:
-    """Runs Claude through the SDK until the user is done (end of input, or the screen exits)."""
+    """Runs Claude through the SDK until the user is done (end of input, or the screen exits)
+    or asks for local mode. `resume`: taking over Claude session `resume` from the TUI (a
+    switch): resumed as is, without the run's opening prompt."""
 
-    def __init__(self, cfg: LocalConfig) -> None:
+    def __init__(self, cfg: LocalConfig, *, resume: str | None = None) -> None:
         self._cfg = cfg
+        self._resume = resume
         self._screen: ScreenLink | None = None
 
     async def run(self, session: SessionRef | None) -> LauncherExit:
         cfg = self._cfg
         if session is None:
             raise UsageError("remote mode needs happy's home: set HAPPY_HOME_DIR to a writable directory")
-        claude_id, resume = _claude_session(cfg)
-        prompt = " ".join(cfg.args.prompt) or None
+        if self._resume is not None:  # a switch; before the first prompt there is nothing to resume
+            claude_id, resume = self._resume, transcript_path(cfg.env, cfg.cwd, self._resume).exists()
+            prompt = None
+        else:
+            claude_id, resume = _claude_session(cfg)
+            prompt = " ".join(cfg.args.prompt) or None
         async with connect(
             session.get(),
             cfg.args,
@@ -105,27 +118,57 @@ class RemoteLauncher:
             env=cfg.env,
             claude_session_id=claude_id,
             resume=resume,
+            broker=session.permissions,
             on_partial=self._partial,
             on_notice=_say,
         ) as remote:
-            if not _is_tty(cfg):
-                failed = await _line_mode(remote, prompt, cfg.stdin_fd)
-                return LauncherExit("exited", code=1 if failed else 0)
-            from happy_launcher.session.remote_screen import ScreenLink  # rich: only for a screen
+            front = RemoteFront(remote, can_switch=_is_tty(cfg))
+            session.front = front
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_deliver_inbound, remote, front)
+                    exit = await self._front_end(remote, front, prompt)
+                    tg.cancel_scope.cancel()
+            finally:
+                session.front = None
+        if exit.reason == "switch":
+            _drain_input(cfg.stdin_fd)
+        return exit
 
-            self._screen = ScreenLink(
-                remote, model=_model(cfg), stdin_fd=cfg.stdin_fd, stdout_fd=cfg.stdout_fd
-            )
-            end = await self._screen.run(prompt)
-            if end.reason == "signal" and end.signal is not None:
-                return LauncherExit("aborted", code=128 + end.signal)
-            if end.reason == "hangup":
-                return LauncherExit("aborted", code=129)
-            return LauncherExit("switch" if end.reason == "switch" else "exited")
+    async def _front_end(self, remote: RemoteSession, front: RemoteFront, prompt: str | None) -> LauncherExit:
+        cfg = self._cfg
+        if not _is_tty(cfg):
+            failed = await _line_mode(remote, prompt, cfg.stdin_fd)
+            return LauncherExit("exited", code=1 if failed else 0)
+        from happy_launcher.session.remote_screen import ScreenLink  # rich: only for a screen
+
+        self._screen = ScreenLink(remote, model=_model(cfg), stdin_fd=cfg.stdin_fd, stdout_fd=cfg.stdout_fd)
+        end = await self._screen.run(prompt, close=front.close_screen)
+        if end.reason == "signal" and end.signal is not None:
+            return LauncherExit("aborted", code=128 + end.signal)
+        if end.reason == "hangup":
+            return LauncherExit("aborted", code=129)
+        if end.reason == "switch" or (end.reason == "closed" and front.switch_requested):
+            return LauncherExit("switch")
+        return LauncherExit("exited")
 
     def _partial(self, partial: Partial) -> None:
         if self._screen is not None:
             self._screen.partial(partial)
+
+
+async def _deliver_inbound(remote: RemoteSession, front: RemoteFront) -> None:
+    """Messages other clients sent, in order, each once (those stored before this start too)."""
+    while True:
+        await remote.deliver_pending()
+        await front.inbox.wait()
+        front.inbox = anyio.Event()
+
+
+def _drain_input(fd: int) -> None:
+    """What was typed at the remote screen after it closed must not reach the TUI."""
+    with contextlib.suppress(OSError, termios.error):
+        termios.tcflush(fd, termios.TCIFLUSH)
 
 
 def _model(cfg: LocalConfig) -> str | None:

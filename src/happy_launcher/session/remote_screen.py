@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
+
 from happy_launcher.claude.sdk_items import Partial
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
@@ -49,14 +51,24 @@ class ScreenLink:
     def settled(self, request_id: str, answer: PermissionAnswer) -> None:
         self.screen.on_permission_done(request_id)
 
-    async def run(self, prompt: str | None) -> ScreenEnd:
-        """Show the session until the user leaves; `prompt` is sent first."""
+    async def run(self, prompt: str | None, *, close: anyio.Event | None = None) -> ScreenEnd:
+        """Show the session until the user leaves, or `close` is set (`ScreenEnd("closed")`);
+        `prompt` is sent first."""
         unsubscribe = self._remote.subscribe(self)
         unlisten = self._remote.permissions.listen(self)
         try:
-            if prompt is not None:
-                await self._remote.submit(prompt)
-            return await self.screen.run()
+            async with anyio.create_task_group() as tg:
+                if close is not None:
+                    tg.start_soon(self._close_on, close)
+                if prompt is not None:
+                    await self._remote.submit(prompt)
+                end = await self.screen.run()
+                tg.cancel_scope.cancel()
+            return end
         finally:
             unlisten()
             unsubscribe()
+
+    async def _close_on(self, close: anyio.Event) -> None:
+        await close.wait()
+        self.screen.close()

@@ -1,0 +1,95 @@
+"""Local mode as the controller sees it: the TUI under our PTY, which a switch request stops
+cleanly so that remote mode can resume the same Claude session (switching-facts §1-§3).
+
+The hand-over: if a turn runs, Esc (as the user would) and wait until Claude has written the
+interrupt record, which closes the turn `cancelled`; then SIGTERM, which Claude handles cleanly
+in about 330 ms (SIGKILL would lose records, `/exit` is slower and lands in a half-typed draft).
+The SDK is never started before the TUI is gone: a TUI turn after the SDK loaded the history
+would fork the session (facts §2)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from happy_launcher.protocol import Envelope
+from happy_launcher.session.control_types import Mode
+from happy_launcher.session.launcher import SessionRef
+
+if TYPE_CHECKING:
+    from happy_launcher.local.pty_session import PtySession
+
+_log = logging.getLogger(__name__)
+ESC = b"\x1b"
+INTERRUPT_WAIT = 5.0  # for the interrupt record after Esc (measured 173-396 ms)
+TERM_WAIT = 3.0  # for Claude to exit on SIGTERM (measured 310-530 ms), then it is killed
+
+
+class LocalFront:
+    """Serves switch and abort requests for one run of the TUI (`serve(pty)` beside it)."""
+
+    def __init__(self, ref: SessionRef) -> None:
+        self._ref = ref
+        self._switch = anyio.Event()
+        self._pty: PtySession | None = None
+        self.switched = False  # the TUI was stopped for a switch (not by the user)
+
+    @property
+    def mode(self) -> Mode:
+        return "local"
+
+    @property
+    def busy(self) -> bool:
+        session = self._ref.opened
+        return session is not None and session.id is not None and session.mirror.turn is not None
+
+    def request_switch(self) -> None:
+        self._switch.set()
+
+    def inbound(self) -> None:
+        self.request_switch()  # the default input mode: the message goes through remote mode
+
+    async def abort(self) -> None:
+        if self._pty is not None and self.busy:
+            self._pty.write_input(ESC)
+
+    async def serve(self, pty: PtySession) -> None:
+        """Until Claude exits: on a switch request, stop it as described above. Messages that
+        wait for Claude (sent while happy was down, or during a switch) ask for one at once."""
+        self._pty = pty
+        try:
+            session = self._ref.get()
+        except Exception:  # the session could not be opened: said by the tracking, Claude goes on
+            await anyio.sleep_forever()
+        session.when_bound(lambda: self.inbound() if session.has_pending() else None)
+        await self._switch.wait()
+        if self.busy:
+            pty.write_input(ESC)
+            if not await self._turn_ended(INTERRUPT_WAIT):
+                _log.warning("Claude did not end the interrupted turn within %s s", INTERRUPT_WAIT)
+        self.switched = True
+        pty.send_signal(signal.SIGTERM)
+        if not await pty.wait_exit(TERM_WAIT):
+            await pty.stop()
+
+    async def _turn_ended(self, seconds: float) -> bool:
+        session = self._ref.get()
+        ended = anyio.Event()
+
+        class _Watch:
+            def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
+                if session.mirror.turn is None:
+                    ended.set()
+
+        unsubscribe = session.subscribe(_Watch())
+        try:
+            with anyio.move_on_after(seconds):
+                if session.mirror.turn is not None:
+                    await ended.wait()
+        finally:
+            unsubscribe()
+        return session.mirror.turn is None

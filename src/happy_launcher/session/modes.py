@@ -1,0 +1,82 @@
+"""The launchers of one `happy claude` run, and the run itself: the session loop with the
+control socket beside it, for as long as the session runs in either mode."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from happy_launcher.claude.paths import transcript_path
+from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.control_types import Mode
+from happy_launcher.session.controller import SessionController
+from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
+from happy_launcher.session.loop import run_session
+
+_log = logging.getLogger(__name__)
+
+
+class RunModes:
+    """Makes the launcher a switch hands the session to (`session.loop.Modes`)."""
+
+    def __init__(self, cfg: LocalConfig) -> None:
+        self._cfg = cfg
+
+    def launcher(self, mode: Mode, claude_session_id: str) -> Launcher:
+        if mode == "local":
+            from happy_launcher.session.local import LocalLauncher
+
+            return LocalLauncher(self._cfg, resume=claude_session_id)
+        from happy_launcher.session.remote import RemoteLauncher  # heavy: the Agent SDK
+
+        return RemoteLauncher(self._cfg, resume=claude_session_id)
+
+
+async def run_controlled(
+    ref: SessionRef, launcher: Launcher, *, mode: Mode, cfg: LocalConfig
+) -> LauncherExit:
+    """The session loop from `launcher` (in `mode`), served on the control socket meanwhile."""
+    controller = SessionController(
+        ref, mode=mode, pid=os.getpid(), transcript=functools.partial(transcript_path, cfg.env, cfg.cwd)
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(_serve, controller, ref)
+        tg.start_soon(controller.check_continuity)
+        exit = await run_session(ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller)
+        tg.cancel_scope.cancel()
+    return exit
+
+
+async def _serve(
+    controller: SessionController,
+    ref: SessionRef,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """The control socket; if it cannot be served, Claude runs on without it (said in the log)."""
+    status = _Once(task_status)
+    try:
+        from happy_launcher.session.control_server import serve
+
+        await serve(controller, ref.home, task_status=status)
+    except Exception:
+        _log.exception("the control socket could not be served")
+        status.started()
+
+
+class _Once(anyio.abc.TaskStatus[Path]):
+    """The socket's task status, which may be reported started again (the first one counts)."""
+
+    def __init__(self, status: anyio.abc.TaskStatus[None]) -> None:
+        self._status = status
+        self._done = False
+
+    def started(self, value: Path | None = None) -> None:
+        if not self._done:
+            self._done = True
+            self._status.started()

@@ -1,0 +1,258 @@
+"""Switching one Claude session between the TUI and the Agent SDK mid-run (issue 9), with the
+real bundled Claude under happy's PTY and through the SDK, against the fake Messages API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from happy_launcher.claude.paths import project_dir
+from happy_launcher.session.store import SessionStore
+from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text
+from tests.support.happy_tui import READY_MARKERS, HappyTui, happy_executable, squeeze, wait_pid_gone
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def echo(req: RecordedRequest) -> Reply:
+    return Reply([Text("Echo: " + req.last_user_text)])
+
+
+SLOW = " ".join(f"word{n}" for n in range(40))
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    slow = Rule(Reply([Text(SLOW, chunk_size=6)], chunk_delay=0.3), prompt="use slow")
+    with FakeAnthropic(Script([slow], fallback=echo)) as server:
+        yield server
+
+
+@pytest.fixture
+def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
+    return make_claude_env(tmp_path, fake.url)
+
+
+@pytest.fixture
+def tui(cenv: ClaudeEnv, tmp_path: Path) -> Iterator[HappyTui]:
+    started: list[HappyTui] = []
+
+    def start(*args: str) -> HappyTui:
+        started.append(HappyTui(cenv, tmp_path / "home", args, wrap_stty=True, env={"TERM": "xterm"}))
+        return started[-1]
+
+    yield start  # type: ignore[misc]
+    for t in started:
+        t.kill()
+
+
+def happy(t: HappyTui, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Another process on the machine running a `happy` verb against the running session."""
+    return subprocess.run(
+        [happy_executable(), *args],
+        env=t.env,
+        cwd=t.cenv.cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def wait_tui_ready(t: HappyTui, since: int) -> None:
+    markers = [squeeze(m) for m in READY_MARKERS]
+    t.wait(lambda: any(m in squeeze(t.seen[since:]) for m in markers), 30, "the TUI's input box")
+
+
+def transcripts(cenv: ClaudeEnv) -> list[Path]:
+    return sorted(project_dir(cenv.env, cenv.cwd).glob("*.jsonl"))
+
+
+def off_chain(path: Path) -> int:
+    """Main-chain records not on the path from the last one back to the root (0: linear)."""
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    chain = [r for r in records if r.get("uuid") and not r.get("isSidechain")]
+    parents = {r["uuid"]: r.get("parentUuid") for r in chain}
+    on_path: set[str] = set()
+    node: str | None = chain[-1]["uuid"]
+    while node is not None and node in parents and node not in on_path:
+        on_path.add(node)
+        node = parents[node]
+    return len(chain) - len(on_path)
+
+
+def stored(home: Path) -> tuple[Any, list[dict[str, Any]]]:
+    with SessionStore.open(home) as store:
+        [session] = store.list_sessions()
+        return session, [orjson.loads(body) for _, body in store.raw_envelopes(session.id)]
+
+
+def texts(envelopes: list[dict[str, Any]], role: str) -> list[str]:
+    return [e["ev"]["text"] for e in envelopes if e["ev"]["t"] == "text" and e["role"] == role]
+
+
+def test_remote_screen_to_tui_with_ctrl_t(tui: Any, cenv: ClaudeEnv, tmp_path: Path) -> None:
+    t: HappyTui = tui("--happy-remote")
+    t.expect_screen("remote")
+    t.child.send("hello remote one\r")
+    t.expect_screen("Echo: hello remote one")
+    t.wait_turn_end(1)
+    mark = len(t.seen)
+    t.child.send("\x14")  # Ctrl-T: local mode
+    wait_tui_ready(t, mark)
+    t.expect_screen("hello remote one", since=mark)  # the TUI shows the conversation so far
+    t.submit("hello local two")
+    t.wait_turn_end(2)
+    assert t.exit() == 0
+    assert t.stty_before == t.stty_after
+    [transcript] = transcripts(cenv)
+    assert off_chain(transcript) == 0
+    session, envelopes = stored(tmp_path / "home")
+    assert session.status == "completed" and transcript.stem == session.claude_session_id
+    assert texts(envelopes, "user") == ["hello remote one", "hello local two"]
+    assert texts(envelopes, "agent") == ["Echo: hello remote one", "Echo: hello local two"]
+    ends = [e["ev"]["status"] for e in envelopes if e["ev"]["t"] == "turn-end"]
+    assert ends == ["completed", "completed"]
+
+
+def test_local_then_send_from_elsewhere_then_ctrl_t_back(tui: Any, cenv: ClaudeEnv, tmp_path: Path) -> None:
+    """The issue's round trip: one Claude session, one linear transcript, every prompt and reply
+    exactly once in the store, the events file and `happy watch`; the terminal as it was."""
+    t: HappyTui = tui()
+    t.wait_ready()
+    t.submit("hello local one")
+    t.wait_turn_end(1)
+    watcher = subprocess.Popen(
+        [happy_executable(), "watch", "--from-start", "--json"],
+        env=t.env,
+        cwd=t.cenv.cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        sent = happy(t, "send", "hello remote two")
+        assert sent.returncode == 0, sent.stderr
+        t.expect_screen("Echo: hello remote two")  # the remote screen shows the reply
+        t.wait_turn_end(2)
+        mark = len(t.seen)
+        t.child.send("\x14")  # Ctrl-T: back to the TUI
+        wait_tui_ready(t, mark)
+        t.submit("hello local three")
+        t.wait_turn_end(3)
+        assert t.exit() == 0
+        watched, _ = watcher.communicate(timeout=30)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 0
+    assert t.stty_before == t.stty_after
+    [transcript] = transcripts(cenv)
+    assert off_chain(transcript) == 0
+    session, envelopes = stored(tmp_path / "home")
+    assert session.status == "completed" and transcript.stem == session.claude_session_id
+    prompts = ["hello local one", "hello remote two", "hello local three"]
+    assert texts(envelopes, "user") == prompts
+    assert texts(envelopes, "agent") == [f"Echo: {p}" for p in prompts]
+    ends = [e["ev"]["status"] for e in envelopes if e["ev"]["t"] == "turn-end"]
+    assert ends == ["completed"] * 3
+    assert [orjson.loads(line) for line in watched.splitlines()] == envelopes
+    assert [e["id"] for e in t.events()] == [e["id"] for e in envelopes]
+    with SessionStore.open(tmp_path / "home") as store:
+        assert store.pending_inbound(session.id) == []
+        assert store.continuity_break(session.id) is None
+
+
+def turn_ends(envelopes: list[dict[str, Any]]) -> list[str]:
+    return [e["ev"]["status"] for e in envelopes if e["ev"]["t"] == "turn-end"]
+
+
+def test_switch_to_remote_while_the_tui_is_mid_turn(tui: Any, cenv: ClaudeEnv, tmp_path: Path) -> None:
+    t: HappyTui = tui()
+    t.wait_ready()
+    t.submit("use slow please")
+    t.expect_screen("word2")  # streaming
+    switched = happy(t, "switch", "--to", "remote")
+    assert switched.returncode == 0, switched.stderr
+    t.wait_events(lambda evs: turn_ends(evs) == ["cancelled"], 30, "the interrupted turn's end")
+    t.expect_screen("remote")
+    sent = happy(t, "send", "hello after")
+    assert sent.returncode == 0, sent.stderr
+    t.expect_screen("Echo: hello after")
+    t.wait_turn_end(2)
+    t.child.send("\x03")
+    t.child.send("\x03")  # Ctrl-C twice when idle: exit
+    assert t.wait_exit() == 0
+    assert t.stty_before == t.stty_after
+    [transcript] = transcripts(cenv)
+    assert off_chain(transcript) == 0
+    _, envelopes = stored(tmp_path / "home")
+    assert texts(envelopes, "user") == ["use slow please", "hello after"]
+    [partial, reply] = texts(envelopes, "agent")
+    assert partial.startswith("word0 word1") and reply == "Echo: hello after"  # nothing lost
+    assert turn_ends(envelopes) == ["cancelled", "completed"]
+
+
+def test_switch_to_local_while_remote_is_mid_turn(tui: Any, cenv: ClaudeEnv, tmp_path: Path) -> None:
+    t: HappyTui = tui("--happy-remote")
+    t.expect_screen("remote")
+    t.child.send("use slow please\r")
+    t.expect_screen("word2")  # the remote screen's streaming preview
+    mark = len(t.seen)
+    switched = happy(t, "switch", "--to", "local")
+    assert switched.returncode == 0, switched.stderr
+    wait_tui_ready(t, mark)
+    t.wait_events(lambda evs: turn_ends(evs) == ["cancelled"], 30, "the interrupted turn's end")
+    t.submit("hello after")
+    t.wait_turn_end(2)
+    assert t.exit() == 0
+    assert t.stty_before == t.stty_after
+    [transcript] = transcripts(cenv)
+    assert off_chain(transcript) == 0
+    _, envelopes = stored(tmp_path / "home")
+    assert texts(envelopes, "user") == ["use slow please", "hello after"]
+    [partial, reply] = texts(envelopes, "agent")
+    assert partial.startswith("word0 word1") and reply == "Echo: hello after"
+    assert turn_ends(envelopes) == ["cancelled", "completed"]
+
+
+def test_a_message_acknowledged_before_happy_is_killed_is_delivered_once_on_resume(
+    tui: Any, cenv: ClaudeEnv, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    t: HappyTui = tui()
+    t.wait_ready()
+    claude = t.claude_pid()
+    t.submit("hello local one")
+    t.wait_turn_end(1)
+    sent = happy(t, "send", "--id", "m-1", "hello while dying")
+    assert sent.returncode == 0, sent.stderr
+    os.kill(t.happy_pid(), signal.SIGKILL)  # acknowledged; the switch to deliver it takes ~1 s
+    assert wait_pid_gone(claude, 10)  # the TUI ends with its terminal
+    session, before = stored(home)
+    with SessionStore.open(home) as store:
+        assert [m.id for m in store.pending_inbound(session.id)] == ["m-1"]  # Claude had not taken it
+    assert happy(t, "send", "--id", "m-1", "hello while dying").returncode != 0  # nobody to take it now
+
+    again: HappyTui = tui("--resume", session.claude_session_id)
+    again.expect_screen("Echo: hello while dying", timeout=60)  # delivered through remote mode
+    again.wait_events(lambda evs: any(e["ev"]["t"] == "turn-end" for e in evs), 30, "its turn end")
+    again.child.send("\x03")
+    again.child.send("\x03")
+    assert again.wait_exit() == 0
+    resumed, after = stored(home)
+    assert resumed.id == session.id  # the same happy session, continued
+    assert after[: len(before)] == before  # nothing sent twice: the earlier envelopes stand as they were
+    assert len({e["id"] for e in after}) == len(after)
+    assert texts(after, "user") == ["hello local one", "hello while dying"]
+    assert texts(after, "agent") == ["Echo: hello local one", "Echo: hello while dying"]
+    asked = [r for r in fake.requests if r.last_user_text == "hello while dying"]
+    assert len(asked) == 1  # Claude saw it once
+    with SessionStore.open(home) as store:
+        assert store.pending_inbound(session.id) == []
