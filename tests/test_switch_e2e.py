@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import orjson
 import pytest
 
 from happy_launcher.claude.paths import project_dir
+from happy_launcher.session.control_socket import socket_path
 from happy_launcher.session.store import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text
@@ -256,3 +258,44 @@ def test_a_message_acknowledged_before_happy_is_killed_is_delivered_once_on_resu
     assert len(asked) == 1  # Claude saw it once
     with SessionStore.open(home) as store:
         assert store.pending_inbound(session.id) == []
+
+
+def test_clients_at_once_garbage_and_a_stalled_reader_never_block_the_session(
+    tui: Any, cenv: ClaudeEnv, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    t: HappyTui = tui()
+    t.wait_ready()
+    path = socket_path(tmp_path / "home", t.happy_pid())
+    stalled = socket.socket(socket.AF_UNIX)
+    stalled.connect(str(path))
+    stalled.sendall(b'{"type": "subscribe", "id": "s", "after_seq": 0}\n')  # and never reads again
+    garbage = socket.socket(socket.AF_UNIX)
+    garbage.connect(str(path))
+    garbage.sendall(b"\x00\xffnot json\n")
+    assert b'"type":"error"' in garbage.recv(4096).replace(b" ", b"")
+    senders = [
+        subprocess.Popen(
+            [happy_executable(), "send", "--id", f"m-{n}", f"hello at once {n}"],
+            env=t.env,
+            cwd=t.cenv.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(2)
+    ]
+    for sender in senders:
+        _, err = sender.communicate(timeout=60)
+        assert sender.returncode == 0, err
+    t.wait_turn_end(2, timeout=60)
+    garbage.sendall(b'{"type": "status", "id": "st"}\n')  # still served after the garbage
+    assert b'"mode":"remote"' in garbage.recv(65536).replace(b" ", b"")
+    t.child.send("\x03")
+    t.child.send("\x03")
+    assert t.wait_exit() == 0
+    stalled.close()
+    garbage.close()
+    _, envelopes = stored(tmp_path / "home")
+    assert sorted(texts(envelopes, "user")) == ["hello at once 0", "hello at once 1"]
+    assert sorted(texts(envelopes, "agent")) == ["Echo: hello at once 0", "Echo: hello at once 1"]
+    for n in range(2):
+        assert len([r for r in fake.requests if r.last_user_text == f"hello at once {n}"]) == 1

@@ -85,16 +85,19 @@ def _when(ms: int | None) -> str:
 
 
 def send(
-    first: Annotated[
-        str | None, typer.Argument(metavar="[SESSION] TEXT", help="TEXT, or SESSION then TEXT.")
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[SESSION] [TEXT]", help="TEXT, or SESSION then TEXT (- or none: stdin)."),
     ] = None,
-    second: Annotated[str | None, typer.Argument(hidden=True)] = None,
     message_id: Annotated[
         str | None, typer.Option("--id", help="Your id for the message: sending it again is a no-op.")
     ] = None,
 ) -> None:
     """Send a user message to a running session (TEXT, or stdin when TEXT is absent or -)."""
-    selector, text = (first, second) if second is not None else (None, first)
+    words = words or []
+    if len(words) > 2:
+        raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))
+    selector, text = (words[0], words[1]) if len(words) == 2 else (None, words[0] if words else None)
     if text is None or text == "-":
         text = sys.stdin.read()
     if not text.strip():

@@ -51,13 +51,17 @@ stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is sti
                                descriptor N (3 or more) that you opened: `--happy-events fd:3 3>ev.jsonl`
   --happy-home DIR             happy's state directory (default: $HAPPY_HOME_DIR or ~/.happy)
   --happy-replay-existing      when resuming, also emit the envelopes of what the session already holds
-  --happy-remote               drive Claude through the Agent SDK (remote mode): a live view of the
+  --happy-remote               start in remote mode (Claude through the Agent SDK): a live view of the
                                session in the terminal, prompts typed on its input line (without a
                                terminal: one prompt per line of stdin)
   --happy-enable-hooks         force hooks on (disableAllHooks: false) so session changes are followed even
                                when your settings disable all hooks; re-enables your own hooks too
   --yolo                       same as --dangerously-skip-permissions
   -h, --help                   this help
+
+The session can be driven from elsewhere while it runs (`happy sessions`, `happy send`, `happy watch`,
+`happy switch`, `happy abort`, `happy approve|deny`): a message sent to it moves it to remote mode;
+Ctrl-T (or Space twice) in remote mode brings it back to Claude's own TUI, on the same Claude session.
 """
 
 # fmt: off

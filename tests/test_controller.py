@@ -1,0 +1,109 @@
+"""The session side of the control socket (session/controller.py) with a real Session and store:
+facts, messages stored before a front exists, refusals, and the continuity check after a switch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from happy_launcher.protocol import Envelope
+from happy_launcher.session.control_types import ControlRefused
+from happy_launcher.session.controller import SessionController
+from happy_launcher.session.launcher import SessionRef
+from tests.support.records import rec
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+
+
+def line(uuid: str, parent: str | None) -> bytes:
+    return (
+        orjson.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "message": {"content": "x"}})
+        + b"\n"
+    )
+
+
+@pytest.fixture
+def ref(tmp_path: Path) -> SessionRef:
+    return SessionRef(tmp_path / "home", tmp_path)
+
+
+def controller(ref: SessionRef, transcript: Path) -> SessionController:
+    return SessionController(ref, mode="local", pid=4242, transcript=lambda _: transcript, clock=lambda: 7)
+
+
+async def test_facts_before_and_after_claude_names_its_session(ref: SessionRef, tmp_path: Path) -> None:
+    c = controller(ref, tmp_path / "t.jsonl")
+    facts = c.facts()
+    assert (facts.happy_session_id, facts.mode, facts.pid, facts.busy) == (None, "local", 4242, False)
+    ref.get().set_claude_session("c-1", "startup", None)
+    assert c.facts().claude_session_id == "c-1" and c.facts().happy_session_id == ref.get().id
+    assert c.history(0, 10) == []
+
+
+async def test_a_message_with_no_front_is_stored_for_the_next_one(ref: SessionRef, tmp_path: Path) -> None:
+    c = controller(ref, tmp_path / "t.jsonl")
+    first = await c.send("m-1", "hello")
+    again = await c.send("m-1", "hello")
+    assert (first.duplicate, again.duplicate, again.message_seq) == (False, True, first.message_seq)
+    assert [p.text for p in ref.get().pending_prompts()] == ["hello"]
+    with pytest.raises(ControlRefused, match="empty"):
+        await c.send("m-2", "  ")
+    with pytest.raises(ControlRefused, match="switching"):
+        await c.switch("remote")
+    with pytest.raises(ControlRefused, match="no pending permission request"):
+        c.answer("nope", True, None)
+
+
+async def test_a_broken_chain_after_a_switch_is_a_service_envelope_and_a_note(
+    ref: SessionRef, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(line("a", None) + line("b", "a"))
+    session = ref.get()
+    session.set_claude_session("c-1", "startup", transcript)
+    c = controller(ref, transcript)
+    notes: list[str] = []
+    noted = anyio.Event()
+
+    class Watch:
+        def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
+            notes.extend(e.ev.text for e in envelopes if e.ev.t == "service")
+            if notes:
+                noted.set()
+
+    session.subscribe(Watch())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(c.check_continuity)
+        c.switching("remote")
+        with transcript.open("ab") as f:
+            f.write(line("c", "a"))  # the new front end went on from `a`: `b` is lost to the model
+        session.deliver([rec({"type": "user", "uuid": "c", "parentUuid": "a", "message": {"content": "hi"}})])
+        with anyio.fail_after(5):
+            await noted.wait()
+        tg.cancel_scope.cancel()
+    assert "did not continue where it was left" in notes[0]
+    assert session.id is not None
+    assert session.store.continuity_break(session.id) == notes[0]
+    assert c.facts().mode == "remote"
+
+
+async def test_a_continued_chain_says_nothing(ref: SessionRef, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(line("a", None))
+    session = ref.get()
+    session.set_claude_session("c-1", "startup", transcript)
+    c = controller(ref, transcript)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(c.check_continuity)
+        c.switching("remote")
+        with transcript.open("ab") as f:
+            f.write(line("b", "a"))
+        session.deliver([rec({"type": "user", "uuid": "b", "parentUuid": "a", "message": {"content": "hi"}})])
+        await anyio.wait_all_tasks_blocked()
+        tg.cancel_scope.cancel()
+    assert session.id is not None and session.store.continuity_break(session.id) is None
+    assert c._chain is None  # decided: no check pending any more
