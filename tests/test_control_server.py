@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -13,7 +14,7 @@ from happy_launcher.errors import ControlProtocolError, RequestRefusedError
 from happy_launcher.session import control_link
 from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
 from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_server import ServerLimits
+from happy_launcher.session.control_server import ServerLimits, serve
 from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.session.control_wire import (
     PROTOCOL_VERSION,
@@ -146,6 +147,23 @@ async def test_subscribe_from_a_seq_then_live(tmp_path: Path) -> None:
         assert await envelopes_until(client, 7) == [6, 7]
         with pytest.raises(ControlProtocolError, match="already subscribed"):
             await client.subscribe(0)
+
+
+async def test_a_stop_hands_subscribers_the_last_envelopes_then_closes(tmp_path: Path) -> None:
+    """The session ends: what it committed last still reaches its watchers, then EOF; nobody new
+    gets in, and the socket is gone."""
+    controller, made = FakeController(facts()), Envelopes()
+    stop = anyio.Event()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            path: Path = await tg.start(partial(serve, controller, tmp_path, stop=stop))
+            async with connect(path) as client:
+                await client.subscribe(None)  # returns with its ok reply: subscribed
+                controller.commit(made.make(3))  # the session's last envelopes ...
+                stop.set()  # ... and its end, at once
+                seqs = [e.seq async for e in client.events() if isinstance(e, EnvelopeBytes)]
+    assert seqs == [1, 2, 3]
+    assert not await anyio.Path(path).exists()
 
 
 async def test_the_envelope_arrives_exactly_as_stored(tmp_path: Path) -> None:

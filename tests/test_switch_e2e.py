@@ -18,6 +18,7 @@ from happy_launcher.claude.paths import project_dir
 from happy_launcher.session.control_socket import socket_path
 from happy_launcher.session.store import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.control import wait_for_file
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text
 from tests.support.happy_tui import READY_MARKERS, HappyTui, happy_executable, squeeze, wait_pid_gone
 
@@ -299,3 +300,46 @@ def test_clients_at_once_garbage_and_a_stalled_reader_never_block_the_session(
     assert sorted(texts(envelopes, "agent")) == ["Echo: hello at once 0", "Echo: hello at once 1"]
     for n in range(2):
         assert len([r for r in fake.requests if r.last_user_text == f"hello at once {n}"]) == 1
+
+
+def test_a_headless_run_is_watched_but_takes_no_messages(cenv: ClaudeEnv, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
+
+    def verb(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [happy_executable(), *args], env=env, cwd=cenv.cwd, capture_output=True, text=True, timeout=60
+        )
+
+    run = subprocess.Popen(
+        [happy_executable(), "claude", "-p", "use slow please"],
+        env=env,
+        cwd=cenv.cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_file(socket_path(home, run.pid), 30)  # happy serves its session
+        watcher = subprocess.Popen(
+            [happy_executable(), "watch", "--from-start", "--json"],
+            env=env,
+            cwd=cenv.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert watcher.stdout is not None
+        first = watcher.stdout.readline()  # live: the prompt, while Claude is still streaming
+        assert b'"use slow please"' in first
+        refused = verb("send", "hello")
+        assert refused.returncode != 0 and "takes no messages" in refused.stderr
+        assert "running" in verb("sessions").stdout
+        out, _ = run.communicate(timeout=60)
+        watched = watcher.stdout.read()  # to EOF: watch ends with the session (the test's timeout bounds it)
+        assert watcher.wait(timeout=30) == 0
+    finally:
+        run.kill()
+    assert run.returncode == 0 and out.decode().startswith("word0")
+    _, envelopes = stored(home)
+    got = [orjson.loads(line) for line in (first + watched).splitlines()]
+    assert [(e["ev"]["t"], e["id"]) for e in got] == [(e["ev"]["t"], e["id"]) for e in envelopes]
+    assert got == envelopes

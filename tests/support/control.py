@@ -53,3 +53,25 @@ async def running(controller: FakeController, home: Path, **options: Any) -> Asy
         path: Path = await tg.start(partial(serve, controller, home, **options))
         yield path
         tg.cancel_scope.cancel()
+
+
+def wait_for_file(path: Path, timeout: float) -> None:
+    """Wait (on inotify, bounded) until `path` exists, e.g. a session's control socket."""
+
+    async def wait() -> None:
+        from happy_launcher.claude.watch import make_watcher
+
+        watcher = make_watcher()
+        target = anyio.Path(path)
+        try:
+            with anyio.fail_after(timeout):
+                while not await target.exists():
+                    watcher.watch(
+                        {d for d in (path.parent, path.parent.parent) if await anyio.Path(d).is_dir()}
+                    )
+                    if not await target.exists():
+                        await watcher.wait(1.0)
+        finally:
+            watcher.close()
+
+    anyio.run(wait)

@@ -12,7 +12,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from happy_launcher import __version__
-from happy_launcher.session.control_link import Link, LinkClosed
+from happy_launcher.session.control_link import Link, LinkClosed, cancel_on
 from happy_launcher.session.control_outbox import Outbox
 from happy_launcher.session.control_server import ServerLimits
 from happy_launcher.session.control_socket import peer_uid
@@ -45,7 +45,10 @@ from happy_launcher.session.control_wire import (
 _log = logging.getLogger(__name__)
 
 
-async def serve_client(link: Link, controller: Controller, uid: int, limits: ServerLimits) -> None:
+async def serve_client(
+    link: Link, controller: Controller, uid: int, limits: ServerLimits, stop: anyio.Event
+) -> None:
+    """Serve one client until it leaves, or until `stop` (then it gets what it is owed first)."""
     with link.socket:
         try:
             peer = peer_uid(link.socket)
@@ -57,7 +60,7 @@ async def serve_client(link: Link, controller: Controller, uid: int, limits: Ser
                 with anyio.move_on_after(limits.grace):
                     await link.send(encode(refusal))
                 return
-            await _Connection(controller, limits).run(link)
+            await _Connection(controller, limits).run(link, stop)
         except (LinkClosed, OSError):
             pass  # the client went away
         except Exception:  # a bug of ours: this client is lost, the session must not be
@@ -71,15 +74,18 @@ class _Connection:
         self._outbox = Outbox(limits.outbox, limits.grace)
         self._subscription: Subscription | None = None
 
-    async def run(self, link: Link) -> None:
+    async def run(self, link: Link, stop: anyio.Event) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, link, tg.cancel_scope)
             try:
-                await self._read(link, tg)
+                with anyio.CancelScope() as reading:
+                    tg.start_soon(cancel_on, stop, reading)
+                    await self._read(link, tg)
             finally:
                 if self._subscription is not None:
                     self._subscription.stop()
-            # The client closed its end: send what it is owed (boundedly), then close.
+            # The client closed its end, or the session ended: send what it is owed (boundedly),
+            # then close.
             self._outbox.close()
             tg.cancel_scope.deadline = anyio.current_time() + self._limits.grace
 

@@ -88,3 +88,9 @@ async def connect(address: str) -> Link:
         sock.close()
         raise
     return Link(sock)
+
+
+async def cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    """Cancel `scope` once `event` is set (a graceful stop of what runs inside it)."""
+    await event.wait()
+    scope.cancel()

@@ -15,7 +15,14 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 
-from happy_launcher.session.control_link import DROP_GRACE, MAX_REQUEST_LINE, OUTBOX_LIMIT, Link, accept
+from happy_launcher.session.control_link import (
+    DROP_GRACE,
+    MAX_REQUEST_LINE,
+    OUTBOX_LIMIT,
+    Link,
+    accept,
+    cancel_on,
+)
 from happy_launcher.session.control_socket import bind_private, make_control_dir, remove_dead, socket_path
 from happy_launcher.session.control_types import Controller
 
@@ -37,10 +44,13 @@ async def serve(
     task_status: TaskStatus[Path] = anyio.TASK_STATUS_IGNORED,
     allowed_uid: int | None = None,
     limits: ServerLimits = ServerLimits(),
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Serve the control socket until cancelled (`await tg.start(serve, controller, home)`
-    returns its path once it accepts connections). `allowed_uid`: whose connections are served
-    (default ours); anyone else gets a `refused` error and is disconnected."""
+    """Serve the control socket until cancelled, or until `stop` is set (`await tg.start(serve,
+    controller, home)` returns its path once it accepts connections). A stop is graceful: no new
+    clients, and each client gets what it is owed (the session's last envelopes) within
+    `limits.grace` before it is closed. `allowed_uid`: whose connections are served (default
+    ours); anyone else gets a `refused` error and is disconnected."""
     uid = os.getuid() if allowed_uid is None else allowed_uid
     make_control_dir(home)
     remove_dead(home)
@@ -48,18 +58,21 @@ async def serve(
     listener = bind_private(path)
     listener.setblocking(False)
     try:
+        stop = stop if stop is not None else anyio.Event()
         async with anyio.create_task_group() as tg:
             task_status.started(path)
-            while True:
-                try:
-                    sock = await accept(listener)
-                except OSError as exc:  # EMFILE and the like: the session goes on, and so do we
-                    _log.warning("control socket %s: accept failed (%s)", path, exc)
-                    await anyio.sleep(_ACCEPT_RETRY)
-                    continue
-                from happy_launcher.session.control_connection import serve_client
+            with anyio.CancelScope() as accepting:
+                tg.start_soon(cancel_on, stop, accepting)
+                while True:
+                    try:
+                        sock = await accept(listener)
+                    except OSError as exc:  # EMFILE and the like: the session goes on, and so do we
+                        _log.warning("control socket %s: accept failed (%s)", path, exc)
+                        await anyio.sleep(_ACCEPT_RETRY)
+                        continue
+                    from happy_launcher.session.control_connection import serve_client
 
-                tg.start_soon(serve_client, Link(sock), controller, uid, limits)
+                    tg.start_soon(serve_client, Link(sock), controller, uid, limits, stop)
     finally:
         listener.close()
         with contextlib.suppress(OSError):

@@ -113,8 +113,10 @@ class SessionController:
     async def send(self, message_id: str, text: str) -> Accepted:
         if not text.strip():
             raise ControlRefused("the message is empty: send some text")
-        accepted = self._ref.get().accept_inbound(message_id, text)
         front = self._ref.front
+        if front is not None:
+            front.check_inbound()
+        accepted = self._ref.get().accept_inbound(message_id, text)
         if front is not None and not accepted.duplicate:
             front.inbound()  # between launchers: the next one delivers what is pending
         return accepted

@@ -27,7 +27,7 @@ from happy_launcher.local.launch import claude_argv, launch_plan
 from happy_launcher.session.config import LocalConfig
 
 if TYPE_CHECKING:
-    from happy_launcher.session.launcher import LauncherExit
+    from happy_launcher.session.launcher import LauncherExit, SessionRef
     from happy_launcher.session.tracking import Tracking
 
 # Signals sent to happy itself (all relayed) end the run the conventional way, 128 + the signal,
@@ -59,29 +59,41 @@ def run_headless(cfg: LocalConfig) -> int:
 
     from happy_launcher.session.launcher import SessionRef
     from happy_launcher.session.logfile import log_to
-    from happy_launcher.session.loop import end_session
     from happy_launcher.session.tracking import Tracking
 
     log_to(cfg.home)
     ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
     tracking = Tracking(cfg, ref, launch, hook_events=None, existing=existing)
     outcome: list[DirectExit] = []
-    try:
-        anyio.run(_mirror_until_exit, tracking, pid, outcome)
-    finally:
-        tracking.finish()
-        end_session(ref, _launcher_exit(outcome[0]) if outcome else None, launcher_failure=tracking.failure)
+    anyio.run(_mirror_until_exit, cfg, ref, tracking, pid, outcome)
     return _exit_code(outcome[0])
 
 
-async def _mirror_until_exit(tracking: Tracking, pid: int, outcome: list[DirectExit]) -> None:
+async def _mirror_until_exit(
+    cfg: LocalConfig, ref: SessionRef, tracking: Tracking, pid: int, outcome: list[DirectExit]
+) -> None:
     import anyio
     import anyio.to_thread
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(tracking.run)
-        outcome.append(await anyio.to_thread.run_sync(wait_direct, pid))
-        tg.cancel_scope.cancel()
+    from happy_launcher.session.local_front import WatchOnlyFront
+    from happy_launcher.session.loop import end_session
+    from happy_launcher.session.modes import make_controller, serve_control
+
+    stop = anyio.Event()
+    async with anyio.create_task_group() as served:
+        # Watched like any session (`happy watch`, `happy sessions`); Claude reads our stdin only.
+        ref.front = WatchOnlyFront(ref)
+        await served.start(serve_control, make_controller(ref, cfg, mode="local"), ref, stop)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tracking.run)
+                outcome.append(await anyio.to_thread.run_sync(wait_direct, pid))
+                tg.cancel_scope.cancel()
+        finally:
+            tracking.finish()
+            exit = _launcher_exit(outcome[0]) if outcome else None
+            end_session(ref, exit, launcher_failure=tracking.failure)
+            stop.set()  # watchers get the session's last envelopes, then EOF
 
 
 def _exit_code(child: DirectExit) -> int:

@@ -55,6 +55,10 @@ class Front(Protocol):
     @property
     def busy(self) -> bool: ...
 
+    def check_inbound(self) -> None:
+        """ControlRefused if this front takes no messages for Claude (checked before storing one)."""
+        ...
+
     def request_switch(self) -> None:
         """Hand the session over to the other launcher (ControlRefused if it cannot be done)."""
         ...

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.control_types import Mode
+from happy_launcher.session.control_types import ControlRefused, Mode
 from happy_launcher.session.launcher import SessionRef
 
 if TYPE_CHECKING:
@@ -27,6 +27,12 @@ _log = logging.getLogger(__name__)
 ESC = b"\x1b"
 INTERRUPT_WAIT = 5.0  # for the interrupt record after Esc (measured 173-396 ms)
 TERM_WAIT = 3.0  # for Claude to exit on SIGTERM (measured 310-530 ms), then it is killed
+
+
+def turn_open(ref: SessionRef) -> bool:
+    """A turn runs in the session (as far as the mirror has seen); never opens the session."""
+    session = ref.opened
+    return session is not None and session.id is not None and session.mirror.turn is not None
 
 
 class LocalFront:
@@ -44,8 +50,10 @@ class LocalFront:
 
     @property
     def busy(self) -> bool:
-        session = self._ref.opened
-        return session is not None and session.id is not None and session.mirror.turn is not None
+        return turn_open(self._ref)
+
+    def check_inbound(self) -> None:
+        pass  # taken: delivered through remote mode
 
     def request_switch(self) -> None:
         self._switch.set()
@@ -93,3 +101,37 @@ class LocalFront:
         finally:
             unsubscribe()
         return session.mirror.turn is None
+
+
+class WatchOnlyFront:
+    """Claude on happy's own stdio (no terminal, or `-p`): it reads nothing but our stdin, so
+    the session can be watched but takes no messages and cannot switch."""
+
+    def __init__(self, ref: SessionRef) -> None:
+        self._ref = ref
+
+    @property
+    def mode(self) -> Mode:
+        return "local"
+
+    @property
+    def busy(self) -> bool:
+        return turn_open(self._ref)
+
+    def check_inbound(self) -> None:
+        raise ControlRefused(_WATCH_ONLY)
+
+    def request_switch(self) -> None:
+        raise ControlRefused(_WATCH_ONLY)
+
+    async def abort(self) -> None:
+        raise ControlRefused(_WATCH_ONLY)
+
+    def inbound(self) -> None:
+        raise ControlRefused(_WATCH_ONLY)
+
+
+_WATCH_ONLY = (
+    "this session runs Claude without a terminal (or with -p): it can be watched, but it takes "
+    "no messages and cannot switch; run `happy claude --resume <id>` in a terminal to drive it"
+)

@@ -41,20 +41,29 @@ async def run_controlled(
     ref: SessionRef, launcher: Launcher, *, mode: Mode, cfg: LocalConfig
 ) -> LauncherExit:
     """The session loop from `launcher` (in `mode`), served on the control socket meanwhile."""
-    controller = SessionController(
-        ref, mode=mode, pid=os.getpid(), transcript=functools.partial(transcript_path, cfg.env, cfg.cwd)
-    )
+    controller = make_controller(ref, cfg, mode=mode)
+    stop = anyio.Event()
     async with anyio.create_task_group() as tg:
-        await tg.start(_serve, controller, ref)
-        tg.start_soon(controller.check_continuity)
-        exit = await run_session(ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller)
-        tg.cancel_scope.cancel()
+        await tg.start(serve_control, controller, ref, stop)
+        async with anyio.create_task_group() as checks:
+            checks.start_soon(controller.check_continuity)
+            try:
+                exit = await run_session(ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller)
+            finally:
+                checks.cancel_scope.cancel()
+                stop.set()  # the session has ended: its clients get its last envelopes, then EOF
     return exit
 
 
-async def _serve(
+def make_controller(ref: SessionRef, cfg: LocalConfig, *, mode: Mode) -> SessionController:
+    transcript = functools.partial(transcript_path, cfg.env, cfg.cwd)
+    return SessionController(ref, mode=mode, pid=os.getpid(), transcript=transcript)
+
+
+async def serve_control(
     controller: SessionController,
     ref: SessionRef,
+    stop: anyio.Event,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -63,7 +72,7 @@ async def _serve(
     try:
         from happy_launcher.session.control_server import serve
 
-        await serve(controller, ref.home, task_status=status)
+        await serve(controller, ref.home, task_status=status, stop=stop)
     except Exception:
         _log.exception("the control socket could not be served")
         status.started()

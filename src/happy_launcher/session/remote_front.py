@@ -33,6 +33,9 @@ class RemoteFront:
     def busy(self) -> bool:
         return self._remote.busy
 
+    def check_inbound(self) -> None:
+        pass  # taken: sent once the running turn ends
+
     def request_switch(self) -> None:
         if not self._can_switch:
             raise ControlRefused(
