@@ -98,6 +98,17 @@ def stored(home: Path) -> tuple[Any, list[dict[str, Any]]]:
         return session, [orjson.loads(body) for _, body in store.raw_envelopes(session.id)]
 
 
+def ended_cleanly(t: HappyTui, cenv: ClaudeEnv, home: Path) -> tuple[Any, list[dict[str, Any]]]:
+    """After happy exited 0: the terminal as it was, one transcript with a linear chain; the
+    stored session and its envelopes."""
+    assert t.stty_before == t.stty_after
+    [transcript] = transcripts(cenv)
+    assert off_chain(transcript) == 0
+    session, envelopes = stored(home)
+    assert transcript.stem == session.claude_session_id
+    return session, envelopes
+
+
 def texts(envelopes: list[dict[str, Any]], role: str) -> list[str]:
     return [e["ev"]["text"] for e in envelopes if e["ev"]["t"] == "text" and e["role"] == role]
 
@@ -115,11 +126,8 @@ def test_remote_screen_to_tui_with_ctrl_t(tui: Any, cenv: ClaudeEnv, tmp_path: P
     t.submit("hello local two")
     t.wait_turn_end(2)
     assert t.exit() == 0
-    assert t.stty_before == t.stty_after
-    [transcript] = transcripts(cenv)
-    assert off_chain(transcript) == 0
-    session, envelopes = stored(tmp_path / "home")
-    assert session.status == "completed" and transcript.stem == session.claude_session_id
+    session, envelopes = ended_cleanly(t, cenv, tmp_path / "home")
+    assert session.status == "completed"
     assert texts(envelopes, "user") == ["hello remote one", "hello local two"]
     assert texts(envelopes, "agent") == ["Echo: hello remote one", "Echo: hello local two"]
     ends = [e["ev"]["status"] for e in envelopes if e["ev"]["t"] == "turn-end"]
@@ -155,11 +163,8 @@ def test_local_then_send_from_elsewhere_then_ctrl_t_back(tui: Any, cenv: ClaudeE
     finally:
         watcher.kill()
     assert watcher.returncode == 0
-    assert t.stty_before == t.stty_after
-    [transcript] = transcripts(cenv)
-    assert off_chain(transcript) == 0
-    session, envelopes = stored(tmp_path / "home")
-    assert session.status == "completed" and transcript.stem == session.claude_session_id
+    session, envelopes = ended_cleanly(t, cenv, tmp_path / "home")
+    assert session.status == "completed"
     prompts = ["hello local one", "hello remote two", "hello local three"]
     assert texts(envelopes, "user") == prompts
     assert texts(envelopes, "agent") == [f"Echo: {p}" for p in prompts]
@@ -192,10 +197,7 @@ def test_switch_to_remote_while_the_tui_is_mid_turn(tui: Any, cenv: ClaudeEnv, t
     t.child.send("\x03")
     t.child.send("\x03")  # Ctrl-C twice when idle: exit
     assert t.wait_exit() == 0
-    assert t.stty_before == t.stty_after
-    [transcript] = transcripts(cenv)
-    assert off_chain(transcript) == 0
-    _, envelopes = stored(tmp_path / "home")
+    _, envelopes = ended_cleanly(t, cenv, tmp_path / "home")
     assert texts(envelopes, "user") == ["use slow please", "hello after"]
     [partial, reply] = texts(envelopes, "agent")
     assert partial.startswith("word0 word1") and reply == "Echo: hello after"  # nothing lost
@@ -215,10 +217,7 @@ def test_switch_to_local_while_remote_is_mid_turn(tui: Any, cenv: ClaudeEnv, tmp
     t.submit("hello after")
     t.wait_turn_end(2)
     assert t.exit() == 0
-    assert t.stty_before == t.stty_after
-    [transcript] = transcripts(cenv)
-    assert off_chain(transcript) == 0
-    _, envelopes = stored(tmp_path / "home")
+    _, envelopes = ended_cleanly(t, cenv, tmp_path / "home")
     assert texts(envelopes, "user") == ["use slow please", "hello after"]
     [partial, reply] = texts(envelopes, "agent")
     assert partial.startswith("word0 word1") and reply == "Echo: hello after"
