@@ -42,7 +42,8 @@ def mode(path: Path) -> int:
 
 
 def test_overlay_without_user_settings(tmp_path: Path) -> None:
-    assert overlay(None, tmp_path) == {"hooks": {"SessionStart": [OURS]}}
+    # UserPromptSubmit confirms inject mode's prompts (session/injector.py).
+    assert overlay(None, tmp_path) == {"hooks": {"SessionStart": [OURS], "UserPromptSubmit": [OURS]}}
 
 
 def test_overlay_keeps_user_hooks_and_settings(tmp_path: Path) -> None:
@@ -58,7 +59,7 @@ def test_overlay_keeps_user_hooks_and_settings(tmp_path: Path) -> None:
         "model": "m",
         "env": {"A": "1"},
         "permissions": {"allow": ["Bash(ls:*)"]},
-        "hooks": {"SessionStart": [user_start, OURS], "Stop": [user_stop]},
+        "hooks": {"SessionStart": [user_start, OURS], "Stop": [user_stop], "UserPromptSubmit": [OURS]},
     }
 
 
@@ -258,8 +259,12 @@ def test_real_claude_runs_our_hook_and_the_users(tmp_path: Path) -> None:
             overlay_text = settings.read_text()
 
         events = [e for e in map(parse_hook_line, lines) if e is not None]
-        assert [(e.hook_event_name, e.source) for e in events] == [("SessionStart", "startup")]
-        (start,) = events
+        assert [(e.hook_event_name, e.source) for e in events] == [
+            ("SessionStart", "startup"),
+            ("UserPromptSubmit", None),
+        ]
+        start, submit = events
+        assert submit.prompt == "hi"
         assert start.session_id == launch.session_id
         assert start.transcript_path == cenv.transcript_path(start.session_id)
         assert start.transcript_path.is_file()

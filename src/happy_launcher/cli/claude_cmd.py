@@ -87,7 +87,7 @@ def _run_remote(cfg: LocalConfig) -> int:
     if cfg.home is None:
         raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
     log_to(cfg.home)
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
+    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
     run = functools.partial(run_controlled, ref, RemoteLauncher(cfg), mode="remote", cfg=cfg)
     return anyio.run(run).code
 

@@ -20,6 +20,7 @@ from happy_launcher.cli.app import fail
 from happy_launcher.errors import HappyError, UsageError
 from happy_launcher.session import verbs
 from happy_launcher.session.control_discovery import SessionView
+from happy_launcher.session.control_types import InputMode
 from happy_launcher.session.home import happy_home
 
 _T = TypeVar("_T")
@@ -92,6 +93,15 @@ def send(
     message_id: Annotated[
         str | None, typer.Option("--id", help="Your id for the message: sending it again is a no-op.")
     ] = None,
+    inject: Annotated[
+        bool | None,
+        typer.Option(
+            "--inject/--switch",
+            help="In local mode: type it into the live TUI, or hand the session to remote mode "
+            "(default: the session's --happy-remote-input).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Send a user message to a running session (TEXT, or stdin when TEXT is absent or -)."""
     words = words or []
@@ -103,7 +113,8 @@ def send(
     if not text.strip():
         raise fail(UsageError("nothing to send: give TEXT, or pipe it on stdin"))
     mid = message_id or str(uuid.uuid4())
-    accepted = _run(lambda home: verbs.send(home, selector, text, mid))
+    mode: InputMode | None = None if inject is None else "inject" if inject else "switch"
+    accepted = _run(lambda home: verbs.send(home, selector, text, mid, mode))
     typer.echo(f"{'already accepted' if accepted.duplicate else 'accepted'}: message {mid}")
 
 

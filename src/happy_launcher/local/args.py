@@ -54,13 +54,19 @@ stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is sti
   --happy-remote               start in remote mode (Claude through the Agent SDK): a live view of the
                                session in the terminal, prompts typed on its input line (without a
                                terminal: one prompt per line of stdin)
+  --happy-remote-input inject|switch
+                               how the TUI takes a message sent from elsewhere (`happy send`):
+                               `switch` (default) moves the session to remote mode; `inject` types it
+                               into the live TUI, keeping your draft (`happy send --inject|--switch`
+                               chooses per message)
   --happy-enable-hooks         force hooks on (disableAllHooks: false) so session changes are followed even
                                when your settings disable all hooks; re-enables your own hooks too
   --yolo                       same as --dangerously-skip-permissions
   -h, --help                   this help
 
 The session can be driven from elsewhere while it runs (`happy sessions`, `happy send`, `happy watch`,
-`happy switch`, `happy abort`, `happy approve|deny`): a message sent to it moves it to remote mode;
+`happy switch`, `happy abort`, `happy approve|deny`): a message sent to it moves it to remote mode
+(or is typed into the TUI: --happy-remote-input);
 Ctrl-T (or Space twice) in remote mode brings it back to Claude's own TUI, on the same Claude session.
 """
 
@@ -68,8 +74,9 @@ Ctrl-T (or Space twice) in remote mode brings it back to Claude's own TUI, on th
 # happy's own flags: name -> takes a value.
 _HAPPY_FLAGS = MappingProxyType({
     "--happy-events": True, "--happy-home": True, "--happy-replay-existing": False,
-    "--happy-enable-hooks": False, "--happy-remote": False,
+    "--happy-enable-hooks": False, "--happy-remote": False, "--happy-remote-input": True,
 })
+REMOTE_INPUTS = ("inject", "switch")
 # fmt: on
 
 
@@ -85,6 +92,7 @@ class HappyOptions(NamedTuple):
     replay_existing: bool = False  # --happy-replay-existing
     enable_hooks: bool = False  # --happy-enable-hooks: overlay sets disableAllHooks=false
     remote: bool = False  # --happy-remote: Claude through the Agent SDK
+    remote_input: Literal["inject", "switch"] = "switch"  # --happy-remote-input
     show_help: bool = False  # --help / -h: happy's help, which points to `claude --help`
 
 
@@ -302,12 +310,16 @@ def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
         b.variadic = False
         i = _long(b, argv, i) if token.startswith("--") else _short(b, argv, i)
     events, home = b.happy.get("--happy-events"), b.happy.get("--happy-home")
+    remote_input = b.happy.get("--happy-remote-input", "switch")
+    if remote_input not in REMOTE_INPUTS:
+        raise UsageError(f"--happy-remote-input takes inject or switch, not {remote_input!r}")
     options = HappyOptions(
         events=events if isinstance(events, str) else None,
         home=Path(home).expanduser() if isinstance(home, str) else None,
         replay_existing=bool(b.happy.get("--happy-replay-existing")),
         enable_hooks=bool(b.happy.get("--happy-enable-hooks")),
         remote=bool(b.happy.get("--happy-remote")),
+        remote_input="inject" if remote_input == "inject" else "switch",
         show_help=bool(b.happy.get("--help")),
     )
     return ClaudeArgs(

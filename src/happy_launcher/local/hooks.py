@@ -1,4 +1,5 @@
-"""The ``--settings`` overlay that installs happy's SessionStart hook, and the channel the hook writes to.
+"""The ``--settings`` overlay that installs happy's SessionStart (and UserPromptSubmit) hook, and the
+channel the hook writes to.
 
 Claude honours only the last ``--settings`` (claude-offline.md §6), so the user's own ``--settings`` is merged
 into ours: per-event hook arrays are concatenated, every other key is kept. The hook appends each payload
@@ -163,14 +164,20 @@ def build_settings_overlay(
     source = "--settings"
     if user_settings is not None:
         settings, source = _load_user_settings(user_settings, cwd)
-    ours = {
-        "SessionStart": [{"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}]
-    }
+    entry = [{"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}]
+    ours = {"SessionStart": entry, **prompt_hooks(entry)}
     settings["hooks"] = _merged_hooks(settings, ours, source)
     if enable_all_hooks:
         settings["disableAllHooks"] = False
     # The stdlib's serialiser: this runs before Claude starts, and importing orjson costs ~10 ms.
     return json.dumps(settings, ensure_ascii=False, separators=(",", ":"))
+
+
+def prompt_hooks(entry: list[Any]) -> dict[str, list[Any]]:
+    """Inject mode (session/injector.py) is confirmed by UserPromptSubmit, whose payload has the
+    exact prompt: the same append as SessionStart (~3 ms per prompt; its stdout, empty, would be
+    added to the prompt's context)."""
+    return {"UserPromptSubmit": entry}
 
 
 class HookEvent(NamedTuple):
@@ -183,6 +190,7 @@ class HookEvent(NamedTuple):
     transcript_path: Path | None = None
     source: str | None = None
     cwd: str | None = None
+    prompt: str | None = None  # UserPromptSubmit: the prompt as submitted
 
 
 def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
@@ -211,5 +219,6 @@ def parse_hook_line(line: bytes) -> HookEvent | None:
             transcript_path=Path(transcript) if transcript else None,
             source=_opt_str(data, "source"),
             cwd=_opt_str(data, "cwd"),
+            prompt=data.get("prompt") if isinstance(data.get("prompt"), str) else None,
         )
     return None

@@ -103,6 +103,13 @@ class PtySession:
         else:
             self._child.resize(rows, cols)
 
+    def size(self) -> tuple[int, int]:
+        """(rows, cols) of the child's terminal now."""
+        if self._child is None:
+            return self._dimensions or terminal_size(self._stdout_fd, self._stdin_fd)
+        cols, rows = os.get_terminal_size(self._child.fd)
+        return rows, cols
+
     def send_signal(self, sig: int, *, foreground_group: bool = False) -> None:
         """Signal the child, or with `foreground_group` the job in its PTY's foreground (like ^C)."""
         if self._child is not None:

@@ -17,7 +17,7 @@ from happy_launcher.errors import ControlError, ControlProtocolError, RequestRef
 from happy_launcher.session.control_link import Link, LinkClosed
 from happy_launcher.session.control_link import connect as connect_link
 from happy_launcher.session.control_socket import short_path
-from happy_launcher.session.control_types import Mode
+from happy_launcher.session.control_types import InputMode, Mode
 from happy_launcher.session.control_wire import (
     PROTOCOL_VERSION,
     AbortRequest,
@@ -146,8 +146,8 @@ class ControlClient:
     async def status(self) -> StatusReply:
         return _expect(await self.request(StatusRequest(type="status", id=self._next_id())), StatusReply)
 
-    async def send(self, message_id: str, text: str) -> AcceptedReply:
-        request = SendRequest(type="send", id=self._next_id(), message_id=message_id, text=text)
+    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> AcceptedReply:
+        request = SendRequest(type="send", id=self._next_id(), message_id=message_id, text=text, mode=mode)
         return _expect(await self.request(request), AcceptedReply)
 
     async def switch(self, to: Mode) -> None:

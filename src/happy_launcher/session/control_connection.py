@@ -137,8 +137,8 @@ class _Connection:
                 )
             case SubscribeRequest(after_seq=after_seq):
                 return self._subscribe(request.id, after_seq, tg)
-            case SendRequest(message_id=message_id, text=text):
-                return AcceptedReply.of(request.id, await controller.send(message_id, text))
+            case SendRequest(message_id=message_id, text=text, mode=mode):
+                return AcceptedReply.of(request.id, await controller.send(message_id, text, mode))
             case SwitchRequest(to=to):
                 await controller.switch(to)
             case AbortRequest():

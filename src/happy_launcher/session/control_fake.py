@@ -11,6 +11,7 @@ from happy_launcher.session.control_types import (
     Accepted,
     CommitSubscriber,
     ControlRefused,
+    InputMode,
     Mode,
     PendingRequest,
     PermissionWatcher,
@@ -25,6 +26,7 @@ class FakeController:
         self._facts = facts
         self.stored: list[tuple[int, bytes]] = []
         self.sent: dict[str, tuple[Accepted, str]] = {}  # by message id
+        self.modes: dict[str, InputMode | None] = {}  # each sent message's mode, by message id
         self.aborts = 0
         self.answers: list[tuple[str, bool, str | None]] = []
         self.refuse_switch: str | None = None  # a ControlRefused message for the next switches
@@ -72,11 +74,12 @@ class FakeController:
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)
 
-    async def send(self, message_id: str, text: str) -> Accepted:
+    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
         if message_id in self.sent:
             return replace(self.sent[message_id][0], duplicate=True)
         accepted = Accepted(message_seq=len(self.sent) + 1, duplicate=False)
         self.sent[message_id] = (accepted, text)
+        self.modes[message_id] = mode
         return accepted
 
     async def switch(self, to: Mode) -> None:

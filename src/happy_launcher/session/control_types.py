@@ -13,6 +13,7 @@ from happy_launcher.errors import HappyError
 from happy_launcher.protocol import Envelope
 
 Mode = Literal["local", "remote"]
+InputMode = Literal["inject", "switch"]  # how local mode takes a message (see SendRequest.mode)
 
 
 class ControlRefused(HappyError):
@@ -75,9 +76,10 @@ class Controller(Protocol):
         block); returns the unsubscribe function."""
         ...
 
-    async def send(self, message_id: str, text: str) -> Accepted:
-        """Store a user message for Claude (idempotent on `message_id`) and have it delivered:
-        returns once it is stored, before Claude has taken it."""
+    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
+        """Store a user message for Claude (idempotent on `message_id`) and have it delivered
+        (`mode`: how local mode takes it; None: the session's default): returns once it is
+        stored, before Claude has taken it."""
         ...
 
     async def switch(self, to: Mode) -> None:

@@ -88,6 +88,17 @@ class SendRequest(_Line):
     id: RequestId
     message_id: str = Field(min_length=1, max_length=200, description="the client's id; a resend is a no-op")
     text: str = Field(min_length=1)
+    mode: Literal["inject", "switch"] | None = Field(
+        default=None,
+        description=(
+            "how local mode (the TUI) takes it: `switch` hands the session to remote mode, which "
+            "sends it; `inject` types it into the live TUI (once no dialog is open, the user's draft "
+            "stashed and given back), confirmed by Claude's UserPromptSubmit hook within 5 s, else "
+            "a service envelope says it was not; null: the session's default "
+            "(`happy claude --happy-remote-input`). In remote mode both are a plain send; a "
+            "watch-only session refuses both. The reply comes once the message is stored"
+        ),
+    )
 
 
 class SwitchRequest(_Line):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 
+from happy_launcher.local.tui_input import inject_problem, normalized
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.session.continuity import ChainMark, check, mark
@@ -16,6 +17,7 @@ from happy_launcher.session.control_types import (
     Accepted,
     CommitSubscriber,
     ControlRefused,
+    InputMode,
     Mode,
     PendingRequest,
     PermissionWatcher,
@@ -110,13 +112,19 @@ class SessionController:
     def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
         return self._ref.get().subscribe(subscriber)
 
-    async def send(self, message_id: str, text: str) -> Accepted:
+    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
         if not text.strip():
             raise ControlRefused("the message is empty: send some text")
+        mode = mode or self._ref.remote_input
+        if mode == "inject":
+            problem = inject_problem(text)
+            if problem is not None:
+                raise ControlRefused(problem)
+            text = normalized(text)
         front = self._ref.front
         if front is not None:
             front.check_inbound()
-        accepted = self._ref.get().accept_inbound(message_id, text)
+        accepted = self._ref.get().accept_inbound(message_id, text, mode)
         if front is not None and not accepted.duplicate:
             front.inbound()  # between launchers: the next one delivers what is pending
         return accepted

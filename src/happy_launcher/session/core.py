@@ -25,10 +25,15 @@ from happy_launcher.claude.mapper_state import MapperState
 from happy_launcher.claude.records import Record
 from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
-from happy_launcher.session.control_types import Accepted
+from happy_launcher.session.control_types import Accepted, InputMode
 from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.home import run_dir
-from happy_launcher.session.inbound import InboundLedger, InboundPrompt, accept, pending_prompts
+from happy_launcher.session.inbound import (
+    InboundLedger,
+    InboundPrompt,
+    accept,
+    pending_prompts,
+)
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.procs import is_alive, this_process
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
@@ -119,6 +124,8 @@ class Session:
             self._adopted = True
             for prompt in pending_prompts(self.store, earlier.id):  # what a tail may show taken
                 self.inbound.expect(prompt.uuid, prompt.seq)
+                if prompt.inject:  # typed by the last run, perhaps, just before it stopped
+                    self.inbound.expect_text(prompt.text, prompt.seq)
         else:
             self.id = self._ids()
             self.store.create_session(self.id, cwd=str(self._cwd), started_at=self._clock(), owner=owner)
@@ -182,7 +189,7 @@ class Session:
 
     # --- inbound messages ---------------------------------------------------------------------
 
-    def accept_inbound(self, message_id: str, text: str) -> Accepted:
+    def accept_inbound(self, message_id: str, text: str, mode: InputMode = "switch") -> Accepted:
         """Store a client's message for Claude before it is acknowledged (idempotent on
         `message_id`). A message that comes before Claude has named its session binds the
         session now, as a new happy session: storing it cannot wait, and the cost is only that
@@ -191,7 +198,7 @@ class Session:
             self._bind(None)
         assert self.id is not None
         prompt_uuid = str(uuid.uuid4())
-        accepted = accept(self.store, self.id, message_id, text, self._clock(), prompt_uuid)
+        accepted = accept(self.store, self.id, message_id, text, self._clock(), prompt_uuid, mode)
         if not accepted.duplicate:
             self.inbound.expect(prompt_uuid, accepted.message_seq)
         return accepted

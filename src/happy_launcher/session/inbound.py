@@ -7,6 +7,9 @@
   into the same store transaction as the batch's envelopes, so a message is marked delivered
   iff its user text is committed, and only once its record is on Claude's transcript.
 - `pending_prompts` gives what is still to deliver, in order, after a restart.
+- An injected message (typed into the live TUI, `session/injector.py`) is sent under a uuid the
+  TUI picks, so the ledger also knows it by its text: the first user prompt record with exactly
+  that text, once the injection is armed, is its delivery.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from happy_launcher.session.control_types import Accepted
+from happy_launcher.claude.records import Record, text_of
+from happy_launcher.session.control_types import Accepted, InputMode
 from happy_launcher.session.store import Delivered, SessionStore
 
 _log = logging.getLogger(__name__)
@@ -24,20 +28,31 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class InboundPrompt:
-    """A stored inbound message: sent to Claude as `text` under prompt uuid `uuid`."""
+    """A stored inbound message: sent to Claude as `text` under prompt uuid `uuid` (or typed
+    into the TUI, with `inject`)."""
 
     seq: int
     message_id: str
     text: str
     uuid: str
+    inject: bool = False
 
 
 def accept(
-    store: SessionStore, happy_session_id: str, message_id: str, text: str, now: int, prompt_uuid: str
+    store: SessionStore,
+    happy_session_id: str,
+    message_id: str,
+    text: str,
+    now: int,
+    prompt_uuid: str,
+    mode: InputMode = "switch",
 ) -> Accepted:
     """Store a client's message for Claude, to be sent under `prompt_uuid` (idempotent on
-    `message_id`: a repeat keeps the first one's text and uuid)."""
-    body = orjson.dumps({"text": text, "uuid": prompt_uuid})
+    `message_id`: a repeat keeps the first one's text, uuid and mode)."""
+    fields: dict[str, object] = {"text": text, "uuid": prompt_uuid}
+    if mode == "inject":
+        fields["inject"] = True
+    body = orjson.dumps(fields)
     seq, created = store.append_inbound(happy_session_id, message_id, now, body)
     return Accepted(message_seq=seq, duplicate=not created)
 
@@ -56,7 +71,8 @@ def pending_prompts(store: SessionStore, happy_session_id: str) -> list[InboundP
         if not isinstance(text, str) or not isinstance(prompt_uuid, str):
             _log.error("inbound message %s cannot be read: left undelivered", message.id)
             continue
-        prompts.append(InboundPrompt(message.seq, message.id, text, prompt_uuid))
+        inject = body.get("inject") is True if isinstance(body, dict) else False
+        prompts.append(InboundPrompt(message.seq, message.id, text, prompt_uuid, inject))
     return prompts
 
 
@@ -66,21 +82,48 @@ class InboundLedger:
 
     def __init__(self) -> None:
         self._expected: dict[str, int] = {}
+        self._texts: dict[str, int] = {}  # injected prompts, by their text (see the module doc)
         self._taken: list[Delivered] = []
 
     def expect(self, prompt_uuid: str, seq: int) -> None:
         self._expected[prompt_uuid] = seq
 
+    def expect_text(self, text: str, seq: int) -> None:
+        """The message `seq` is being typed into the TUI: the next user prompt record with this
+        text is it. Armed only while the user's keystrokes are held, so the user cannot be
+        typing the same text at the same time."""
+        self._texts[prompt_key(text)] = seq
+
+    def forget_text(self, seq: int) -> None:
+        """The injection of `seq` was not confirmed: a later prompt with its text is not it."""
+        self._texts = {text: s for text, s in self._texts.items() if s != seq}
+
     @property
     def waiting(self) -> bool:
         """Some prompt is expected (a cheap check before looking at each record)."""
-        return bool(self._expected)
+        return bool(self._expected) or bool(self._texts)
 
     def taken(self, key: str, now: int) -> None:
         """Claude took the prompt with this uuid (its record is on disk), if it is one of ours."""
         seq = self._expected.pop(key, None)
         if seq is not None:
+            self._forget(seq)
             self._taken.append(Delivered(seq, now))
+
+    def seen(self, record: Record, key: str, now: int) -> None:
+        """A record with this key was read: ours by its uuid, or an armed injection's prompt."""
+        if key in self._expected:
+            self.taken(key, now)
+            return
+        if self._texts and record.kind == "user" and not record.is_sidechain:
+            seq = self._texts.pop(prompt_key(text_of(record.content)), None)
+            if seq is not None:
+                self._forget(seq)
+                self._taken.append(Delivered(seq, now))
+
+    def _forget(self, seq: int) -> None:
+        self._expected = {key: s for key, s in self._expected.items() if s != seq}
+        self.forget_text(seq)
 
     @property
     def ready(self) -> bool:
@@ -91,3 +134,9 @@ class InboundLedger:
         """The deliveries to commit with the current batch."""
         taken, self._taken = tuple(self._taken), []
         return taken
+
+
+def prompt_key(text: str) -> str:
+    """How an injected prompt is compared with what Claude recorded: Claude keeps a typed
+    prompt as typed, but not the whitespace around it."""
+    return text.strip()

@@ -19,7 +19,7 @@ from happy_launcher.session.events_output import EventsOutput
 if TYPE_CHECKING:
     from happy_launcher.protocol import TurnStatus
     from happy_launcher.remote.permissions import PermissionBroker
-    from happy_launcher.session.control_types import Mode
+    from happy_launcher.session.control_types import InputMode, Mode
     from happy_launcher.session.core import Session
 
 _log = logging.getLogger(__name__)
@@ -74,12 +74,21 @@ class SessionRef:
     """The run's session, opened on first `get()` (after Claude is spawned, in local mode) and
     then the same object for every launcher of the run. A failure to open it is kept (and
     raised again by the next `get()`): the caller decides whether Claude goes on unmirrored.
-    `front`: the running launcher's, for the controller (None between launchers)."""
+    `front`: the running launcher's, for the controller (None between launchers).
+    `remote_input`: how the TUI takes a message sent without a mode (--happy-remote-input)."""
 
-    def __init__(self, home: Path, cwd: Path, *, events: EventsOutput | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        cwd: Path,
+        *,
+        events: EventsOutput | None = None,
+        remote_input: InputMode = "switch",
+    ) -> None:
         self.home = home
         self.cwd = cwd
         self.events = events
+        self.remote_input: InputMode = remote_input
         self._session: Session | None = None
         self.failure: Exception | None = None
         self.front: Front | None = None

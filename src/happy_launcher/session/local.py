@@ -43,7 +43,7 @@ async def run_local(
         return (await launcher.run(None)).code
     from happy_launcher.session.modes import run_controlled
 
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
+    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
     return (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
 
 
@@ -103,10 +103,12 @@ class LocalLauncher:
                 return _exit(await _run(self._cfg, self._started, None))
             import anyio  # loaded by now: run() runs in the event loop
 
+            from happy_launcher.local.tui_screen import TuiScreen
             from happy_launcher.session.local_front import LocalFront
 
-            tracking = self._tracking(session, self._started)
-            front = session.front = LocalFront(session)
+            screen = TuiScreen()
+            front = session.front = LocalFront(session, screen)
+            tracking = self._tracking(session, self._started, front.prompt_submitted)
 
             async def beside(pty: PtySession) -> None:
                 async with anyio.create_task_group() as tg:
@@ -114,7 +116,7 @@ class LocalLauncher:
                     tg.start_soon(front.serve, pty)
 
             try:
-                child = await _run(self._cfg, self._started, beside)
+                child = await _run(self._cfg, self._started, beside, screen.observe)
             finally:
                 session.front = None
                 tracking.finish()
@@ -123,7 +125,7 @@ class LocalLauncher:
                 return _switched(session)
             return _exit(child)
 
-    def _tracking(self, session: SessionRef, started: _Started) -> Tracking:
+    def _tracking(self, session: SessionRef, started: _Started, on_prompt: Callable[[str], None]) -> Tracking:
         from happy_launcher.session.tracking import Tracking
 
         return Tracking(
@@ -133,6 +135,7 @@ class LocalLauncher:
             started.hook_events,
             existing=started.existing,
             make=self._make_tracker,
+            on_prompt=on_prompt,
         )
 
 
@@ -153,7 +156,10 @@ def _exit(child: ChildExit) -> LauncherExit:
 
 
 async def _run(
-    cfg: LocalConfig, started: _Started, beside: Callable[[PtySession], Awaitable[None]] | None
+    cfg: LocalConfig,
+    started: _Started,
+    beside: Callable[[PtySession], Awaitable[None]] | None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ChildExit:
     from happy_launcher.local.passthrough import run_passthrough  # heavy: after the spawn
 
@@ -165,6 +171,7 @@ async def _run(
             stdin_fd=cfg.stdin_fd,
             stdout_fd=cfg.stdout_fd,
             on_started=beside,
+            on_output=on_output,
             started=started.pty,
         )
     except OSError as exc:

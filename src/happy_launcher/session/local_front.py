@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from happy_launcher.local.tui_screen import TuiScreen
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.control_types import ControlRefused, Mode
+from happy_launcher.session.injector import Injector
 from happy_launcher.session.launcher import SessionRef
 
 if TYPE_CHECKING:
@@ -36,12 +38,14 @@ def turn_open(ref: SessionRef) -> bool:
 
 
 class LocalFront:
-    """Serves switch and abort requests for one run of the TUI (`serve(pty)` beside it)."""
+    """Serves switch, abort and inject requests for one run of the TUI (`serve(pty)` beside it);
+    `screen` follows the TUI's output (for inject mode)."""
 
-    def __init__(self, ref: SessionRef) -> None:
+    def __init__(self, ref: SessionRef, screen: TuiScreen) -> None:
         self._ref = ref
         self._switch = anyio.Event()
         self._pty: PtySession | None = None
+        self._injector = Injector(ref, screen)
         self.switched = False  # the TUI was stopped for a switch (not by the user)
 
     @property
@@ -59,7 +63,18 @@ class LocalFront:
         self._switch.set()
 
     def inbound(self) -> None:
-        self.request_switch()  # the default input mode: the message goes through remote mode
+        """Messages wait: typed into the TUI if all of them are to be injected; else through
+        remote mode (a switch), which sends them all in order."""
+        pending = self._ref.get().pending_prompts()
+        if not all(prompt.inject for prompt in pending):
+            self.request_switch()
+            return
+        for prompt in pending:
+            self._injector.add(prompt)
+
+    def prompt_submitted(self, prompt: str) -> None:
+        """Claude's UserPromptSubmit hook fired (from the tracker)."""
+        self._injector.prompt_submitted(prompt)
 
     async def abort(self) -> None:
         if self._pty is not None and self.busy:
@@ -74,7 +89,10 @@ class LocalFront:
         except Exception:  # the session could not be opened: said by the tracking, Claude goes on
             await anyio.sleep_forever()
         session.when_bound(lambda: self.inbound() if session.has_pending() else None)
-        await self._switch.wait()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._injector.run, pty)
+            await self._switch.wait()
+            tg.cancel_scope.cancel()
         if self.busy:
             pty.write_input(ESC)
             if not await self._turn_ended(INTERRUPT_WAIT):

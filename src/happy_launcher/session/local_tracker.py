@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -47,6 +48,7 @@ class LocalTracker:
         self._hooks = LineTail(hook_events) if hook_events is not None else None
         self._replay_existing = cfg.args.options.replay_existing
         self._picking = False  # waiting to learn which session Claude picked (no hook)
+        self.on_prompt: Callable[[str], None] | None = None  # UserPromptSubmit's prompt (inject)
         self._follow_expected(launch)
         # What is alive now (modules, the session's objects) lives as long as happy: out of the
         # cyclic GC's sight, so that a full collection while a large history streams takes a few
@@ -89,6 +91,10 @@ class LocalTracker:
         self.scanner.add_main(path, known=self._session.history_sizes(sizes))
 
     def on_hook(self, event: HookEvent) -> None:
+        if event.hook_event_name == "UserPromptSubmit":
+            if self.on_prompt is not None and event.prompt is not None:
+                self.on_prompt(event.prompt)
+            return
         if event.hook_event_name != "SessionStart" or not event.session_id:
             return
         path = event.transcript_path or self._path(event.session_id)

@@ -55,7 +55,7 @@ class Mirror:
         for record in records:
             key = record_key(record)
             if key is not None and inbound is not None:
-                inbound.taken(key, now)
+                inbound.seen(record, key, now)
             if key is not None and seen is not None:
                 if key in seen:
                     continue

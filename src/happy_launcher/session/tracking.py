@@ -4,6 +4,7 @@ ever stopping Claude."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -60,18 +61,21 @@ class Tracking:
         *,
         existing: ExistingFiles,
         make: TrackerFactory | None = None,
+        on_prompt: Callable[[str], None] | None = None,
     ) -> None:
         self._args = (cfg, launch, hook_events)
         self._ref = ref
         self._existing = existing
         self._make = make if make is not None else _local_tracker
         self._tracker: LocalTracker | None = None
+        self._on_prompt = on_prompt  # each prompt Claude takes (UserPromptSubmit hook)
         self.failure: Exception | None = None
 
     def _get(self) -> LocalTracker:
         if self._tracker is None:
             session = self._ref.get()
             self._tracker = self._make(*self._args, existing=self._existing, session=session)
+            self._tracker.on_prompt = self._on_prompt
         return self._tracker
 
     async def run(self) -> None:

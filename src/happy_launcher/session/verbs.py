@@ -12,7 +12,7 @@ from typing import Protocol
 from happy_launcher.errors import RequestRefusedError, SessionEndedError
 from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
 from happy_launcher.session.control_discovery import SessionView, discover, resolve
-from happy_launcher.session.control_types import Mode
+from happy_launcher.session.control_types import InputMode, Mode
 from happy_launcher.session.control_wire import AcceptedReply, Dropped, Event
 from happy_launcher.session.store import DB_NAME, SessionStore
 
@@ -35,9 +35,11 @@ def _ended(view: SessionView) -> SessionEndedError:
     return SessionEndedError(f"session {view.name} has ended ({view.state}){again}")
 
 
-async def send(home: Path, selector: str | None, text: str, message_id: str) -> AcceptedReply:
+async def send(
+    home: Path, selector: str | None, text: str, message_id: str, mode: InputMode | None = None
+) -> AcceptedReply:
     async with _running(home, selector) as client:
-        return await client.send(message_id, text)
+        return await client.send(message_id, text, mode)
 
 
 async def switch(home: Path, selector: str | None, to: Mode) -> None:

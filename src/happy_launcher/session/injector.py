@@ -1,0 +1,159 @@
+"""Inject mode: a message from a client typed into the live TUI, without a switch (issue 10,
+switching-facts §4 and design (c)). For each message, in order:
+
+1. Wait until no dialog is open: no permission request pending in the run's broker, no
+   "Do you want to proceed?" on the screen, and the input box drawn (an Enter into a dialog
+   answers it: measured, it approved a tool).
+2. Hold the user's keystrokes (the PTY stops reading our stdin; they are typed afterwards).
+3. A draft in the box is stashed (Ctrl-S), and given back by Claude after the submit. Ctrl-S is
+   never sent to an empty box: with a stash held, it would restore it into the prompt.
+4. Type the text (`tui_input.typing_chunks`), then Enter on its own.
+5. Confirmed by the UserPromptSubmit hook carrying the text (it fires at once, also when the
+   prompt is queued behind a running turn) within `CONFIRM_WAIT`; else a service envelope says
+   the message was not delivered (it stays stored and undelivered; it is not typed again in this
+   run, since it may be in the box). The client's send reply came when the message was stored.
+
+Exactly once: the ledger learns the injection by its text (`InboundLedger.expect_text`), armed
+while the user's keys are held; the prompt's record then marks it delivered in the commit that
+holds its user text, as for a sent message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from happy_launcher.local.tui_input import (
+    CHUNK_GAP,
+    ENTER,
+    STASH,
+    box_text,
+    dialog_open,
+    typing_chunks,
+)
+from happy_launcher.local.tui_screen import TuiScreen
+from happy_launcher.session.inbound import InboundPrompt, prompt_key
+from happy_launcher.session.launcher import SessionRef
+
+if TYPE_CHECKING:
+    from happy_launcher.local.pty_session import PtySession
+
+_log = logging.getLogger(__name__)
+POLL = 0.03  # seconds between looks at the screen while waiting on it
+CONFIRM_WAIT = 5.0  # for UserPromptSubmit after Enter (measured 15-135 ms)
+BOX_WAIT = 2.0  # for the box to change: redrawn, stashed, the draft back
+
+
+class Injector:
+    """Types messages into one run of the TUI, one at a time (`run` beside the TUI)."""
+
+    def __init__(self, ref: SessionRef, screen: TuiScreen) -> None:
+        self._ref = ref
+        self._screen = screen
+        self._send, self._receive = anyio.create_memory_object_stream[InboundPrompt](1000)
+        self._queued: set[int] = set()  # seqs taken in hand in this run (never typed twice)
+        self._awaited: tuple[str, anyio.Event] | None = None  # the prompt key UserPromptSubmit should bring
+
+    def add(self, prompt: InboundPrompt) -> None:
+        if prompt.seq not in self._queued:
+            self._queued.add(prompt.seq)
+            self._send.send_nowait(prompt)
+
+    def prompt_submitted(self, prompt: str) -> None:
+        """The UserPromptSubmit hook fired with this prompt."""
+        if self._awaited is not None and self._awaited[0] == prompt_key(prompt):
+            self._awaited[1].set()
+
+    async def run(self, pty: PtySession) -> None:
+        async for prompt in self._receive:
+            session = self._ref.get()
+            if all(p.seq != prompt.seq for p in session.pending_prompts()):
+                continue  # taken meanwhile (its record was read after a restart)
+            try:
+                problem = await self._inject(pty, prompt)
+            except Exception as exc:  # never let a failed injection stop the TUI's run
+                _log.exception("injecting message %s failed", prompt.message_id)
+                problem = f"it failed ({exc})"
+            if problem is not None:
+                text = f"The message {prompt.message_id} was not typed into Claude's TUI: {problem}."
+                _log.warning("%s", text)
+                session.mirror.notice(text)
+
+    async def _inject(self, pty: PtySession, prompt: InboundPrompt) -> str | None:
+        """Type one message; None once Claude took it, else what went wrong."""
+        rows, cols = pty.size()
+        self._screen.start(rows, cols)
+        try:
+            if not await self._redraw(pty, rows, cols):
+                return "the TUI's input box could not be read on the screen"
+            while True:
+                await self._until(pty, lambda lines: _clear(self._ref, lines), None)
+                await pty.pause_input()
+                lines = self._lines(pty)
+                if _clear(self._ref, lines):
+                    break
+                pty.resume_input()  # a dialog opened meanwhile: wait again
+            try:
+                return await self._type(pty, prompt, box_text(lines) or "")
+            finally:
+                pty.resume_input()
+        finally:
+            self._screen.stop()
+
+    async def _type(self, pty: PtySession, prompt: InboundPrompt, draft: str) -> str | None:
+        if draft:
+            pty.write_input(STASH)
+            if not await self._until(pty, lambda lines: box_text(lines) == "", BOX_WAIT):
+                return "the user's draft could not be stashed (Ctrl-S)"
+        ledger = self._ref.get().inbound
+        ledger.expect_text(prompt.text, prompt.seq)
+        submitted = anyio.Event()
+        self._awaited = (prompt_key(prompt.text), submitted)
+        try:
+            for chunk in typing_chunks(prompt.text):
+                pty.write_input(chunk)
+                await anyio.sleep(CHUNK_GAP)
+            pty.write_input(ENTER)
+            with anyio.move_on_after(CONFIRM_WAIT):
+                await submitted.wait()
+            confirmed = submitted.is_set()
+        finally:
+            self._awaited = None
+        if draft:  # the user types on once the draft is back in the box
+            await self._until(pty, lambda lines: bool(box_text(lines)), BOX_WAIT)
+        if confirmed:
+            return None
+        ledger.forget_text(prompt.seq)
+        return f"Claude did not take it as a prompt within {CONFIRM_WAIT:.0f} s"
+
+    async def _redraw(self, pty: PtySession, rows: int, cols: int) -> bool:
+        """Have Claude draw its screen whole (it does on a size change): one column less, then
+        back, each time until the box (or a dialog) shows."""
+        pty.resize(rows, max(cols - 1, 1))
+        drawn = await self._until(pty, _drawn, BOX_WAIT)
+        pty.resize(rows, cols)
+        return await self._until(pty, _drawn, BOX_WAIT) or drawn
+
+    async def _until(self, pty: PtySession, cond: Callable[[list[str]], bool], seconds: float | None) -> bool:
+        with anyio.move_on_after(seconds if seconds is not None else float("inf")):
+            # Polled: the screen's bytes come from the pump thread, and are emulated in batches.
+            while not cond(self._lines(pty)):  # noqa: ASYNC110
+                await anyio.sleep(POLL)
+            return True
+        return False
+
+    def _lines(self, pty: PtySession) -> list[str]:
+        rows, cols = pty.size()
+        return self._screen.lines(rows, cols)
+
+
+def _drawn(lines: list[str]) -> bool:
+    return box_text(lines) is not None or dialog_open(lines)
+
+
+def _clear(ref: SessionRef, lines: list[str]) -> bool:
+    """Nothing would take an Enter but the input box."""
+    return not ref.permissions.pending and not dialog_open(lines) and box_text(lines) is not None
