@@ -87,6 +87,8 @@ def test_parse_session_flags(argv: list[str], intent: SessionIntent, passthrough
         (["--happy-home=/h"], HappyOptions(home=Path("/h")), ()),
         (["--happy-replay-existing"], HappyOptions(replay_existing=True), ()),
         (["--happy-enable-hooks"], HappyOptions(enable_hooks=True), ()),
+        (["--happy-remote-input", "inject"], HappyOptions(remote_input="inject"), ()),
+        (["--happy-remote-input=switch", "hi"], HappyOptions(remote_input="switch"), ("hi",)),
         (["--help"], HappyOptions(show_help=True), ()),
         (["-h"], HappyOptions(show_help=True), ()),
         (["-ph"], HappyOptions(show_help=True), ("-p",)),
@@ -138,6 +140,7 @@ def test_headless(argv: list[str], headless: bool) -> None:
         (["-c", "--session-id", SID2], "--fork-session"),
         (["--resume", "-c"], "can't be combined"),
         (["-n"], "-n needs a value"),
+        (["--happy-remote-input", "paste"], "takes inject or switch, not 'paste'"),
     ],
 )
 def test_usage_errors(argv: list[str], message: str) -> None:

@@ -71,11 +71,17 @@ async def test_send_reaches_the_only_running_session(tmp_path: Path) -> None:
         done = await happy(tmp_path, "send", "hello there", "--id", "m-1")
         piped = await happy(tmp_path, "send", "hs-al", "-", stdin=b"from stdin\n")
         again = await happy(tmp_path, "send", "hello there", "--id", "m-1")
+        injected = await happy(tmp_path, "send", "--inject", "typed", "--id", "m-2")
+        switched = await happy(tmp_path, "send", "--switch", "sent", "--id", "m-3")
+    assert (injected.returncode, switched.returncode) == (0, 0)
+    assert [controller.modes[m] for m in ("m-1", "m-2", "m-3")] == [None, "inject", "switch"]
     assert done.returncode == 0 and done.stdout == b"accepted: message m-1\n"
     assert again.stdout == b"already accepted: message m-1\n"
     assert piped.returncode == 0 and [text for _, text in controller.sent.values()] == [
         "hello there",
         "from stdin\n",
+        "typed",
+        "sent",
     ]
 
 

@@ -58,6 +58,20 @@ async def test_a_message_with_no_front_is_stored_for_the_next_one(ref: SessionRe
         c.answer("nope", True, None)
 
 
+async def test_inject_is_the_sessions_default_or_the_messages_own_and_takes_only_text(
+    tmp_path: Path,
+) -> None:
+    ref = SessionRef(tmp_path / "home", tmp_path, remote_input="inject")
+    c = controller(ref, tmp_path / "t.jsonl")
+    await c.send("m-1", "one\r\ntwo")
+    await c.send("m-2", "sent", "switch")
+    pending = ref.get().pending_prompts()
+    assert [(p.text, p.inject) for p in pending] == [("one\ntwo", True), ("sent", False)]
+    with pytest.raises(ControlRefused, match=r"control characters \(U\+001B\)"):
+        await c.send("m-3", "esc \x1b")
+    assert await c.send("m-4", "tab\tok", "switch")  # only what is typed must be text
+
+
 async def test_a_broken_chain_after_a_switch_is_a_service_envelope_and_a_note(
     ref: SessionRef, tmp_path: Path
 ) -> None:

@@ -64,7 +64,9 @@ def tuis() -> Iterator[list[HappyTui]]:
         t.kill()
 
 
-def test_idle_then_a_repeat_is_not_typed_again(fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]) -> None:
+def test_idle_then_a_repeat_is_not_typed_again(
+    fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]
+) -> None:
     t = start(fake, tmp_path)
     tuis.append(t)
     inject(t, "hello injected", "--id", "m-1")
