@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -58,7 +59,8 @@ def run(count: int) -> list[float]:
             path = socket_path(root / "home", t.happy_pid())
             for n in range(count):
                 started = inject(path, f"hello injected {n}")
-                t.wait(lambda n=n: _stamps(stamps) >= n + 2, 30, "the UserPromptSubmit hook")
+                # The warm-up's stamp, then one per injection.
+                t.wait(partial(_has_stamps, stamps, n + 2), 30, "the UserPromptSubmit hook")
                 samples.append(float(stamps.read_text().split()[n + 1]) - started)
                 t.wait_turn_end(n + 2)
             t.exit()
@@ -67,11 +69,11 @@ def run(count: int) -> list[float]:
     return samples
 
 
-def _stamps(path: Path) -> int:
+def _has_stamps(path: Path, count: int) -> bool:
     try:
-        return len(path.read_text().split())
+        return len(path.read_text().split()) >= count
     except FileNotFoundError:
-        return 0
+        return False
 
 
 def main() -> None:
