@@ -11,8 +11,10 @@ fed to the emulator when the lines are read.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-import pyte
+if TYPE_CHECKING:
+    import pyte
 
 
 class TuiScreen:
@@ -31,6 +33,8 @@ class TuiScreen:
                 self._chunks.append(chunk)
 
     def start(self, rows: int, cols: int) -> None:
+        import pyte  # ~50 ms: loaded by the first injection, not by every start of the TUI
+
         self._screen = pyte.Screen(cols, rows)
         self._stream = pyte.ByteStream(self._screen)
         with self._lock:
