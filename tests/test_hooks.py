@@ -13,14 +13,17 @@ from typing import Any
 import pytest
 
 from happy_launcher.errors import InputFileError, UsageError
+from happy_launcher.local import permission_hook
 from happy_launcher.local.args import parse_happy_claude_args
 from happy_launcher.local.hooks import (
     HOOK_TIMEOUT_S,
+    PERMISSION_HOOK_TIMEOUT_S,
     HookChannel,
     HookEvent,
     build_settings_overlay,
     hook_command,
     parse_hook_line,
+    permission_hook_command,
 )
 from happy_launcher.local.launch import claude_argv, launch_plan, relaunch
 
@@ -287,3 +290,27 @@ def test_real_claude_runs_our_hook_and_the_users(tmp_path: Path) -> None:
         assert not channel.dir.exists()
         user_events = [json.loads(line) for line in user_log.read_text().splitlines() if line.strip()]
         assert [u["source"] for u in user_events] == ["startup", "resume"]  # the user's hook still runs
+
+
+def test_the_permission_hook_is_added_with_a_long_timeout_and_a_private_copy(tmp_path: Path) -> None:
+    sock = tmp_path / "home" / "control" / "4242.sock"
+    with HookChannel(tmp_path / "run") as channel:
+        settings = channel.write_settings(
+            '{"hooks": {"PermissionRequest": [{"hooks": []}]}}', cwd=tmp_path, control_socket=sock
+        )
+        data = json.loads(settings.read_text())
+        script = channel.dir / HookChannel.PERMISSION_HOOK_NAME
+        assert script.read_bytes() == Path(permission_hook.__file__).read_bytes() and mode(script) == 0o600
+        theirs, ours = data["hooks"]["PermissionRequest"]  # the user's hooks are kept, ours last
+        assert theirs == {"hooks": []}
+        assert ours == {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": permission_hook_command(script, sock),
+                    "timeout": PERMISSION_HOOK_TIMEOUT_S,
+                }
+            ]
+        }
+        assert PERMISSION_HOOK_TIMEOUT_S >= 3600  # Claude's default (600 s) would cut a remote answer short
+    assert "PermissionRequest" not in overlay(None, tmp_path)["hooks"]  # only when a socket is served

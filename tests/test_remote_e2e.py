@@ -194,7 +194,7 @@ class Answering:
         assert self.session.answer(request.id, self.answer)
         assert not self.session.answer(request.id, PermissionAnswer(True))  # first answer wins
 
-    def settled(self, request_id: str, answer: PermissionAnswer) -> None:
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
         pass
 
 

@@ -20,6 +20,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,16 +31,32 @@ from happy_launcher.errors import InputFileError, UsageError
 
 __all__ = [
     "HOOK_TIMEOUT_S",
+    "PERMISSION_HOOK_TIMEOUT_S",
     "HookChannel",
     "HookEvent",
     "build_settings_overlay",
     "hook_command",
     "parse_hook_line",
+    "permission_hook_command",
 ]
 
 # Seconds before Claude kills our hook. It never blocks on its own (one small append), but a stuck
 # filesystem must not hold up the first prompt, which waits for SessionStart hooks.
 HOOK_TIMEOUT_S = 5
+# The PermissionRequest hook waits for a client's answer while the TUI's dialog is up, for as long
+# as the user may leave it there (approving from elsewhere is the point). Claude's default is 600 s;
+# at the timeout Claude kills the hook and only its dialog is left (the request is withdrawn).
+PERMISSION_HOOK_TIMEOUT_S = 24 * 3600
+_PERMISSION_HOOK = Path(__file__).with_name("permission_hook.py")
+
+
+def permission_hook_command(script: Path, socket: Path, python: str = sys.executable) -> str:
+    """The PermissionRequest hook's command: our stdlib-only script (`permission_hook.py`) asking
+    the control socket at `socket`. `exec`: Claude kills the hook on Esc, and the kill must reach
+    the process holding the socket (its EOF withdraws the request). `-S -I`: no site, no user
+    paths: ~10 ms to start."""
+    words = [python, "-S", "-I", os.fspath(script), os.fspath(socket)]
+    return "exec " + shlex.join(words)
 
 
 def hook_command(events_path: Path) -> str:
@@ -65,6 +82,7 @@ class HookChannel:
 
     EVENTS_NAME = "hook-events.jsonl"
     SETTINGS_NAME = "settings.json"
+    PERMISSION_HOOK_NAME = "permission-hook.py"
 
     def __init__(self, runtime_dir: Path) -> None:
         runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -79,11 +97,31 @@ class HookChannel:
             self.close()
             raise
 
-    def write_settings(self, user_settings: str | None, *, cwd: Path, enable_all_hooks: bool = False) -> Path:
+    def write_settings(
+        self,
+        user_settings: str | None,
+        *,
+        cwd: Path,
+        enable_all_hooks: bool = False,
+        control_socket: Path | None = None,
+    ) -> Path:
         """Build the overlay (see :func:`build_settings_overlay`), write it to a 0600 file in the channel
         and return its path, the value for Claude's one ``--settings`` (a file: no huge inline argument
-        in ``ps``, no quoting issues)."""
-        text = build_settings_overlay(user_settings, self.command, cwd=cwd, enable_all_hooks=enable_all_hooks)
+        in ``ps``, no quoting issues). ``control_socket``: add the PermissionRequest hook asking it; the
+        hook's script is copied into the channel, so that upgrading happy mid-run cannot take it away
+        (Python would exit 2, which Claude takes as a deny)."""
+        permission = None
+        if control_socket is not None:
+            script = self.dir / self.PERMISSION_HOOK_NAME
+            _write_private(script, _PERMISSION_HOOK.read_bytes())
+            permission = permission_hook_command(script, control_socket)
+        text = build_settings_overlay(
+            user_settings,
+            self.command,
+            cwd=cwd,
+            enable_all_hooks=enable_all_hooks,
+            permission_command=permission,
+        )
         path = self.dir / self.SETTINGS_NAME
         _write_private(path, text.encode())
         return path
@@ -152,9 +190,15 @@ def _merged_hooks(user: dict[str, Any], ours: Mapping[str, list[Any]], source: s
 
 
 def build_settings_overlay(
-    user_settings: str | None, hook_command: str, *, cwd: Path, enable_all_hooks: bool = False
+    user_settings: str | None,
+    hook_command: str,
+    *,
+    cwd: Path,
+    enable_all_hooks: bool = False,
+    permission_command: str | None = None,
 ) -> str:
-    """The JSON text of the ONE ``--settings`` to pass: the user's settings plus our SessionStart hook.
+    """The JSON text of the ONE ``--settings`` to pass: the user's settings plus our SessionStart hook
+    (and our PermissionRequest hook, ``permission_command``, when given).
 
     ``user_settings`` is the user's own ``--settings`` value (inline JSON or a path, relative to ``cwd``);
     unreadable or invalid → :class:`UsageError`, never silently dropped. ``enable_all_hooks`` forces
@@ -166,6 +210,9 @@ def build_settings_overlay(
         settings, source = _load_user_settings(user_settings, cwd)
     entry = [{"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}]
     ours = {"SessionStart": entry, **prompt_hooks(entry)}
+    if permission_command is not None:
+        hook = {"type": "command", "command": permission_command, "timeout": PERMISSION_HOOK_TIMEOUT_S}
+        ours["PermissionRequest"] = [{"hooks": [hook]}]
     settings["hooks"] = _merged_hooks(settings, ours, source)
     if enable_all_hooks:
         settings["disableAllHooks"] = False

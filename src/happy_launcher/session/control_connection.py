@@ -23,6 +23,8 @@ from happy_launcher.session.control_wire import (
     AbortRequest,
     AcceptedReply,
     AnswerRequest,
+    AskPermissionRequest,
+    DecisionReply,
     ErrorReply,
     Facts,
     HelloReply,
@@ -73,6 +75,8 @@ class _Connection:
         self._limits = limits
         self._outbox = Outbox(limits.outbox, limits.grace)
         self._subscription: Subscription | None = None
+        self._asks: set[anyio.CancelScope] = set()  # `permission` requests waiting for a decision
+        self._reading = True
 
     async def run(self, link: Link, stop: anyio.Event) -> None:
         async with anyio.create_task_group() as tg:
@@ -82,6 +86,9 @@ class _Connection:
                     tg.start_soon(cancel_on, stop, reading)
                     await self._read(link, tg)
             finally:
+                self._reading = False
+                for ask in self._asks:  # the asker is gone (the TUI's hook killed): withdrawn
+                    ask.cancel()
                 if self._subscription is not None:
                     self._subscription.stop()
             # The client closed its end, or the session ended: send what it is owed (boundedly),
@@ -145,10 +152,30 @@ class _Connection:
                 await controller.abort()
             case AnswerRequest(request_id=request_id, allow=allow, message=message):
                 controller.answer(request_id, allow, message)
+            case AskPermissionRequest():
+                tg.start_soon(self._ask, request)  # beside the reader, which sees the asker leave
+                return None
             case StatusRequest():
                 pending = [Permission.of(p) for p in controller.pending_permissions()]
                 return StatusReply(id=request.id, session=Facts.of(controller.facts()), pending=pending)
         return OkReply(id=request.id)
+
+    async def _ask(self, request: AskPermissionRequest) -> None:
+        with anyio.CancelScope() as scope:
+            if not self._reading:
+                return  # the asker left before this task started
+            self._asks.add(scope)
+            try:
+                decision = await self._controller.ask_permission(request.tool_name, request.tool_input)
+                reply: Reply = DecisionReply.of(request.id, decision)
+            except ControlRefused as exc:
+                reply = ErrorReply(id=request.id, code="refused", message=str(exc))
+            except Exception as exc:
+                _log.exception("a permission request failed")
+                reply = ErrorReply(id=request.id, code="failed", message=f"the session failed to ask ({exc})")
+            finally:
+                self._asks.discard(scope)
+            self._outbox.put(encode(reply))
 
     def _subscribe(self, request_id: str, after_seq: int | None, tg: TaskGroup) -> Reply | None:
         if self._subscription is not None:

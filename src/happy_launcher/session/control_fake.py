@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
+
+import anyio
 
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.control_types import (
     Accepted,
     CommitSubscriber,
     ControlRefused,
+    Decision,
     InputMode,
     Mode,
     PendingRequest,
@@ -34,6 +38,8 @@ class FakeController:
         self._subscribers: list[CommitSubscriber] = []
         self._watchers: list[PermissionWatcher] = []
         self._pending: dict[str, PendingRequest] = {}
+        self._asks: dict[str, tuple[anyio.Event, list[Decision]]] = {}  # `ask_permission` waiting
+        self.asked = 0
 
     # --- what the session does ----------------------------------------------------------------
 
@@ -55,6 +61,14 @@ class FakeController:
         del self._pending[request_id]
         for watcher in list(self._watchers):
             watcher.settled(request_id, outcome)
+        if request_id in self._asks:
+            done, decision = self._asks.pop(request_id)
+            decision.append(Decision("withdrawn") if outcome == "withdrawn" else self._decided(request_id))
+            done.set()
+
+    def _decided(self, request_id: str) -> Decision:
+        _, allow, message = next(a for a in reversed(self.answers) if a[0] == request_id)
+        return Decision("allowed") if allow else Decision("denied", message or "")
 
     @property
     def subscribers(self) -> int:
@@ -102,3 +116,17 @@ class FakeController:
     def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
         self._watchers.append(watcher)
         return lambda: self._watchers.remove(watcher)
+
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+        """A pending `local` request with id `ask-<n>`, settled by `answer` or `settle`;
+        cancelled (the asker left): withdrawn."""
+        self.asked += 1
+        request_id = f"ask-{self.asked}"
+        done, decision = self._asks[request_id] = (anyio.Event(), [])
+        self.request_permission(PendingRequest(request_id, tool, tool_input, tool, "local"))
+        try:
+            await done.wait()
+        finally:
+            if request_id in self._asks:
+                self.settle(request_id, "withdrawn")
+        return decision[0]

@@ -15,20 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from happy_launcher.errors import StoreError
-from happy_launcher.session.home import ensure_home
+from happy_launcher.session.home import SOCKET_SUFFIX as SUFFIX
+from happy_launcher.session.home import control_dir, ensure_home
+from happy_launcher.session.home import socket_path as socket_path
 from happy_launcher.session.procs import running
 
-CONTROL_DIR_NAME = "control"
-SUFFIX = ".sock"
 _MAX_SUN_PATH = 107  # sockaddr_un.sun_path is 108 bytes, NUL included
-
-
-def control_dir(home: Path) -> Path:
-    return home / CONTROL_DIR_NAME
-
-
-def socket_path(home: Path, pid: int) -> Path:
-    return control_dir(home) / f"{pid}{SUFFIX}"
 
 
 def live_sockets(home: Path) -> dict[int, Path]:

@@ -49,6 +49,20 @@ class PendingRequest:
     tool: str
     input: dict[str, Any]
     title: str
+    origin: Literal["remote", "local"] = "remote"  # local: the TUI shows its own dialog too
+
+
+Outcome = Literal["allowed", "denied", "withdrawn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How a permission request of the TUI's hook was settled; `withdrawn`: by nobody's answer
+    (the TUI's own dialog decides). `message`: why it was denied; `interrupt`: also stop the turn."""
+
+    outcome: Outcome
+    message: str = ""
+    interrupt: bool = False
 
 
 class CommitSubscriber(Protocol):
@@ -98,3 +112,8 @@ class Controller(Protocol):
         ...
 
     def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]: ...
+
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+        """The TUI's PermissionRequest hook asks: a pending request until the first answer, or
+        until it is withdrawn (never a deny for want of an answer). Cancelled: withdrawn."""
+        ...

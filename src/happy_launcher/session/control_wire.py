@@ -14,7 +14,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
 
 from happy_launcher.protocol.wire import Envelope
-from happy_launcher.session.control_types import Accepted, PendingRequest, SessionFacts
+from happy_launcher.session.control_types import Accepted, Decision, PendingRequest, SessionFacts
 
 PROTOCOL_VERSION = 1
 
@@ -60,10 +60,17 @@ class Permission(_Line):
     tool: str
     input: dict[str, Any]
     title: str
+    origin: Literal["remote", "local"] = Field(
+        default="remote",
+        description="local: the TUI asked, and shows its own dialog too (the first answer wins, "
+        "there or from a client); remote: remote mode asked",
+    )
 
     @classmethod
     def of(cls, request: PendingRequest) -> Permission:
-        return cls(id=request.id, tool=request.tool, input=request.input, title=request.title)
+        return cls(
+            id=request.id, tool=request.tool, input=request.input, title=request.title, origin=request.origin
+        )
 
 
 # --- requests (client -> server) ----------------------------------------------------------------
@@ -125,6 +132,18 @@ class StatusRequest(_Line):
     id: RequestId
 
 
+class AskPermissionRequest(_Line):
+    """Sent by happy's PermissionRequest hook in the TUI (any client may ask the same): a pending
+    request (`origin` local) until the first answer from any client, or until it is withdrawn: the
+    user answered in the TUI (the tool call ended), the turn ended, or this connection closed. The
+    reply (`decision`) comes then; other requests on this connection wait for it."""
+
+    type: Literal["permission"]
+    id: RequestId
+    tool_name: str = Field(min_length=1)
+    tool_input: dict[str, Any]
+
+
 AnyRequest = (
     HelloRequest
     | SubscribeRequest
@@ -133,6 +152,7 @@ AnyRequest = (
     | AbortRequest
     | AnswerRequest
     | StatusRequest
+    | AskPermissionRequest
 )
 Request = Annotated[AnyRequest, Field(discriminator="type")]
 
@@ -172,6 +192,26 @@ class StatusReply(_Line):
     pending: list[Permission] = Field(description="permission requests waiting for an answer")
 
 
+class DecisionReply(_Line):
+    """How a `permission` request was settled. `withdrawn`: no client decided (the TUI's dialog
+    does); `message`: why it was denied (Claude shows it); `interrupt`: stop the turn too."""
+
+    type: Literal["decision"] = "decision"
+    id: str
+    outcome: Literal["allowed", "denied", "withdrawn"]
+    message: str | None = None
+    interrupt: bool = False
+
+    @classmethod
+    def of(cls, request_id: str, decision: Decision) -> DecisionReply:
+        return cls(
+            id=request_id,
+            outcome=decision.outcome,
+            message=decision.message or None,
+            interrupt=decision.interrupt,
+        )
+
+
 class ErrorReply(_Line):
     type: Literal["error"] = "error"
     id: str | None = Field(description="the request's id; null when the line had none that could be read")
@@ -209,7 +249,7 @@ class Dropped(_Line):
     message: str
 
 
-Reply = HelloReply | OkReply | AcceptedReply | StatusReply | ErrorReply
+Reply = HelloReply | OkReply | AcceptedReply | StatusReply | DecisionReply | ErrorReply
 Event = EnvelopeEvent | PermissionRequested | PermissionSettled | Dropped
 ServerLine = Annotated[Reply | Event, Field(discriminator="type")]
 
@@ -221,8 +261,16 @@ REQUESTS: tuple[type[_Line], ...] = (
     AbortRequest,
     AnswerRequest,
     StatusRequest,
+    AskPermissionRequest,
 )
-REPLIES: tuple[type[_Line], ...] = (HelloReply, OkReply, AcceptedReply, StatusReply, ErrorReply)
+REPLIES: tuple[type[_Line], ...] = (
+    HelloReply,
+    OkReply,
+    AcceptedReply,
+    StatusReply,
+    DecisionReply,
+    ErrorReply,
+)
 EVENTS: tuple[type[_Line], ...] = (EnvelopeEvent, PermissionRequested, PermissionSettled, Dropped)
 
 _REQUEST = TypeAdapter[Request](Request)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -17,6 +18,7 @@ from happy_launcher.session.control_types import (
     Accepted,
     CommitSubscriber,
     ControlRefused,
+    Decision,
     InputMode,
     Mode,
     PendingRequest,
@@ -146,13 +148,34 @@ class SessionController:
 
     def answer(self, request_id: str, allow: bool, message: str | None) -> None:
         answer = PermissionAnswer(allow, message or ("" if allow else "Denied by a happy client"))
-        if not self._ref.permissions.answer(request_id, answer):
-            raise ControlRefused(
-                f"no pending permission request {request_id}: answered already, or withdrawn"
-            )
+        broker = self._ref.permissions
+        if not broker.answer(request_id, answer):
+            raise ControlRefused(_too_late(request_id, broker.settled_as(request_id)))
 
     def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
         return self._ref.permissions.listen(_Watch(watcher))
+
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+        front = self._ref.front
+        if front is None or front.mode != "local":  # a hook of a TUI that is gone: nothing to ask
+            return Decision("withdrawn")
+        answer = await self._ref.local_permissions.ask(tool, tool_input)
+        if answer is None:
+            return Decision("withdrawn")
+        if answer.allow:
+            return Decision("allowed")
+        return Decision("denied", answer.message, interrupt=answer.stop)
+
+
+def _too_late(request_id: str, settled: str | None) -> str:
+    if settled == "withdrawn":
+        return (
+            f"permission request {request_id} was withdrawn: it was answered in the terminal, "
+            "or its turn ended; nothing to answer"
+        )
+    if settled is not None:
+        return f"permission request {request_id} was {settled} already: the first answer counts"
+    return f"no pending permission request {request_id}: see `happy watch` or the status for pending ones"
 
 
 class _Watch:
@@ -162,9 +185,10 @@ class _Watch:
     def requested(self, request: PermissionRequest) -> None:
         self._watcher.requested(_pending(request))
 
-    def settled(self, request_id: str, answer: PermissionAnswer) -> None:
-        self._watcher.settled(request_id, "allowed" if answer.allow else "denied")
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
+        outcome = "withdrawn" if answer is None else "allowed" if answer.allow else "denied"
+        self._watcher.settled(request_id, outcome)
 
 
 def _pending(request: PermissionRequest) -> PendingRequest:
-    return PendingRequest(request.id, request.tool, request.input, request.title)
+    return PendingRequest(request.id, request.tool, request.input, request.title, request.origin)

@@ -12,6 +12,8 @@ from happy_launcher.errors import StoreError
 HOME_ENV = "HAPPY_HOME_DIR"
 DEFAULT_DIR_NAME = ".happy"
 RUN_DIR_NAME = "run"
+CONTROL_DIR_NAME = "control"
+SOCKET_SUFFIX = ".sock"
 
 
 def happy_home(env: Mapping[str, str]) -> Path:
@@ -86,3 +88,14 @@ def run_dir(home: Path) -> Path:
     except OSError as exc:
         raise StoreError(_unusable(home, exc)) from exc
     return path
+
+
+def control_dir(home: Path) -> Path:
+    """Where the running launchers' control sockets are (see `control_socket.py`)."""
+    return home / CONTROL_DIR_NAME
+
+
+def socket_path(home: Path, pid: int) -> Path:
+    """The control socket of the launcher with process id `pid` (light: known before Claude is
+    spawned, for the PermissionRequest hook's command)."""
+    return control_dir(home) / f"{pid}{SOCKET_SUFFIX}"

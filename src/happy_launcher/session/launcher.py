@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from happy_launcher.remote.permissions import PermissionBroker
     from happy_launcher.session.control_types import InputMode, Mode
     from happy_launcher.session.core import Session
+    from happy_launcher.session.local_permissions import LocalPermissions
 
 _log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class SessionRef:
         self.failure: Exception | None = None
         self.front: Front | None = None
         self._permissions: PermissionBroker | None = None
+        self._local_permissions: LocalPermissions | None = None
 
     def get(self) -> Session:
         if self._session is None:
@@ -117,6 +119,15 @@ class SessionRef:
 
             self._permissions = PermissionBroker(Cuid2Ids())
         return self._permissions
+
+    @property
+    def local_permissions(self) -> LocalPermissions:
+        """The TUI's permission requests (its PermissionRequest hook), kept in `permissions`."""
+        if self._local_permissions is None:
+            from happy_launcher.session.local_permissions import LocalPermissions
+
+            self._local_permissions = LocalPermissions(self.permissions)
+        return self._local_permissions
 
     @property
     def opened(self) -> Session | None:

@@ -8,6 +8,7 @@ and its tracker (mapper, store, scanner: ~150 ms of imports) are loaded while Cl
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.claude.existing import ExistingFiles
@@ -17,7 +18,7 @@ from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
 from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.home import run_dir
+from happy_launcher.session.home import run_dir, socket_path
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -78,7 +79,13 @@ class LocalLauncher:
         if cfg.home is not None:
             channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
             settings = str(
-                channel.write_settings(settings, cwd=cfg.cwd, enable_all_hooks=cfg.args.options.enable_hooks)
+                channel.write_settings(
+                    settings,
+                    cwd=cfg.cwd,
+                    enable_all_hooks=cfg.args.options.enable_hooks,
+                    # The control socket this run will serve: its permission requests (issue 10 §1).
+                    control_socket=socket_path(cfg.home, os.getpid()),
+                )
             )
             hook_events = channel.events_path
         argv = claude_argv(cfg.binary, cfg.args, launch, settings=settings)

@@ -89,10 +89,17 @@ class LocalFront:
         except Exception:  # the session could not be opened: said by the tracking, Claude goes on
             await anyio.sleep_forever()
         session.when_bound(lambda: self.inbound() if session.has_pending() else None)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._injector.run, pty)
-            await self._switch.wait()
-            tg.cancel_scope.cancel()
+        detach = self._ref.local_permissions.attach(session)  # the TUI's permission requests
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._injector.run, pty)
+                await self._switch.wait()
+                tg.cancel_scope.cancel()
+            await self._stop_for_switch(pty)
+        finally:
+            detach()
+
+    async def _stop_for_switch(self, pty: PtySession) -> None:
         if self.busy:
             pty.write_input(ESC)
             if not await self._turn_ended(INTERRUPT_WAIT):

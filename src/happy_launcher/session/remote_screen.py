@@ -48,7 +48,7 @@ class ScreenLink:
     def requested(self, request: PermissionRequest) -> None:
         self.screen.on_permission(PermissionPrompt(request.id, request.tool, request.title, request.input))
 
-    def settled(self, request_id: str, answer: PermissionAnswer) -> None:
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
         self.screen.on_permission_done(request_id)
 
     async def run(self, prompt: str | None, *, close: anyio.Event | None = None) -> ScreenEnd:
