@@ -177,14 +177,16 @@ async def test_the_controller_decides_and_refuses_late_answers_clearly(tmp_path:
         c.answer(first.id, False, None)
 
 
-def test_the_wire_permission_request_and_decision() -> None:
-    line = b'{"type":"permission","id":"hook","tool_name":"Bash","tool_input":{"command":"ls"}}'
-    request = parse_request(line)
-    assert isinstance(request, AskPermissionRequest) and request.tool_input == {"command": "ls"}
-    with pytest.raises(WireError, match="tool_name"):
-        parse_request(b'{"type":"permission","id":"hook","tool_name":"","tool_input":{}}')
-    with pytest.raises(WireError, match=r"permission\.prompt: Extra inputs"):
-        parse_request(line[:-1] + b',"prompt":"x"}')
+def test_the_wire_permission_request_takes_claudes_payload_as_is() -> None:
+    payload = b'{"session_id":"s","hook_event_name":"PermissionRequest",'
+    payload += b'"tool_name":"Bash","tool_input":{"command":"ls"}}'
+    request = parse_request(b'{"type":"permission","id":"hook","payload":%s}' % payload)
+    assert isinstance(request, AskPermissionRequest)
+    assert (request.payload.tool_name, request.payload.tool_input) == ("Bash", {"command": "ls"})
+    with pytest.raises(WireError, match=r"permission\.payload\.tool_name"):
+        parse_request(b'{"type":"permission","id":"hook","payload":{"tool_name":"","tool_input":{}}}')
+    with pytest.raises(WireError, match=r"permission\.tool_name: Extra inputs"):
+        parse_request(b'{"type":"permission","id":"hook","tool_name":"Bash","payload":%s}' % payload)
     denied = DecisionReply.of("hook", Decision("denied", "not now", interrupt=True))
     assert encode(denied) == (
         b'{"type":"decision","id":"hook","outcome":"denied","message":"not now","interrupt":true}\n'

@@ -43,8 +43,9 @@ class Pretty:
     def event(self, event: Event) -> None:
         if isinstance(event, PermissionRequested):
             request = event.request
+            where = ", the TUI asks too" if request.origin == "local" else ""
             self._console.print(
-                f"[yellow]permission requested[/] {request.title} ({request.tool}, id {request.id})"
+                f"[yellow]permission requested[/] {request.title} ({request.tool}, id {request.id}{where})"
             )
         elif isinstance(event, PermissionSettled):
             self._console.print(f"[yellow]permission {event.outcome}[/] (id {event.request_id})")

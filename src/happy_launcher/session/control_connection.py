@@ -166,7 +166,8 @@ class _Connection:
                 return  # the asker left before this task started
             self._asks.add(scope)
             try:
-                decision = await self._controller.ask_permission(request.tool_name, request.tool_input)
+                payload = request.payload
+                decision = await self._controller.ask_permission(payload.tool_name, payload.tool_input)
                 reply: Reply = DecisionReply.of(request.id, decision)
             except ControlRefused as exc:
                 reply = ErrorReply(id=request.id, code="refused", message=str(exc))

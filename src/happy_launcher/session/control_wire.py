@@ -132,16 +132,25 @@ class StatusRequest(_Line):
     id: RequestId
 
 
+class HookPayload(BaseModel):
+    """Claude's PermissionRequest hook payload, as Claude wrote it: `tool_name` and `tool_input`
+    are read, any other key (session_id, cwd, permission_suggestions, …) is ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+
+    tool_name: str = Field(min_length=1)
+    tool_input: dict[str, Any]
+
+
 class AskPermissionRequest(_Line):
     """Sent by happy's PermissionRequest hook in the TUI (any client may ask the same): a pending
     request (`origin` local) until the first answer from any client, or until it is withdrawn: the
     user answered in the TUI (the tool call ended), the turn ended, or this connection closed. The
-    reply (`decision`) comes then; other requests on this connection wait for it."""
+    reply (`decision`) comes then; other requests on this connection do not wait for it."""
 
     type: Literal["permission"]
     id: RequestId
-    tool_name: str = Field(min_length=1)
-    tool_input: dict[str, Any]
+    payload: HookPayload
 
 
 AnyRequest = (
