@@ -127,10 +127,17 @@ async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
         controller.request_permission(PendingRequest(id="perm-2", tool="Bash", input={}, title="Run rm"))
         done = await happy(tmp_path, "deny", "hs-alpha", "perm-2", "--message", "not that")
         assert done.stdout == b"denied perm-2\n"
+        controller.request_permission(PendingRequest(id="perm-3", tool="Bash", input={}, title="Run pwd"))
+        controller.request_permission(PendingRequest(id="perm-4", tool="Bash", input={}, title="Run id"))
+        assert (await happy(tmp_path, "approve", "perm-4")).stdout == b"allowed perm-4\n"  # a lone request id
         controller.refuse_switch = "a dialog is open in the terminal: answer it first"
         one_error_line(await happy(tmp_path, "switch", "--to", "local"), "answer it first")
     assert controller.facts().mode == "remote" and controller.aborts == 1
-    assert controller.answers == [("perm-1", True, None), ("perm-2", False, "not that")]
+    assert controller.answers == [
+        ("perm-1", True, None),
+        ("perm-2", False, "not that"),
+        ("perm-4", True, None),
+    ]
 
 
 async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: Path) -> None:

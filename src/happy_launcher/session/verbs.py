@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
 
-from happy_launcher.errors import RequestRefusedError, SessionEndedError
+from happy_launcher.errors import NoSuchSessionError, RequestRefusedError, SessionEndedError
 from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
 from happy_launcher.session.control_discovery import SessionView, discover, resolve
 from happy_launcher.session.control_types import InputMode, Mode
@@ -55,7 +55,13 @@ async def abort(home: Path, selector: str | None) -> None:
 async def answer(
     home: Path, selector: str | None, request_id: str | None, allow: bool, message: str | None
 ) -> str:
-    """Answer a pending permission request (by default the only one); returns its id."""
+    """Answer a pending permission request (by default the only one); returns its id. A lone
+    argument that names no session is the request's id, in the only running session."""
+    if request_id is None and selector is not None:
+        try:
+            resolve(await discover(home), selector)
+        except NoSuchSessionError:
+            selector, request_id = None, selector
     async with _running(home, selector) as client:
         if request_id is None:
             pending = (await client.status()).pending
