@@ -123,3 +123,12 @@ def _register_control_verbs() -> None:
 
 
 _register_control_verbs()
+
+
+def _register_web() -> None:
+    from happy_launcher.cli.web_cmds import web_app
+
+    app.add_typer(web_app, name="web")
+
+
+_register_web()

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 VERBS = frozenset(
     {"replay", "protocol", "--help", "-h", "--version", "help"}
     | {"sessions", "send", "watch", "switch", "abort", "approve", "deny"}  # the control verbs
+    | {"web"}
 )
 
 

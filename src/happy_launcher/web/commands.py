@@ -1,0 +1,121 @@
+"""The page's commands (send, answer, switch, abort), each carrying an id of the page's choosing
+so that a retry never acts twice. `send` is idempotent in the session itself (the id becomes the
+control protocol's message id). The others are answered from a small memory of recent ids: a
+retry gets the first attempt's answer, and one that arrives while the first is still running
+waits for it. (`switch` is idempotent anyway; an `answer` retried after a server restart meets
+"already settled", which the page shows as settled.)"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Annotated, Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from happy_launcher.errors import (
+    ControlError,
+    NoSuchSessionError,
+    RequestRefusedError,
+    SessionEndedError,
+)
+from happy_launcher.session.control_client import ControlClient, connect
+from happy_launcher.session.control_discovery import SessionView
+
+REMEMBERED = 1000  # command ids kept for retries
+ClientId = Annotated[str, Field(min_length=1, max_length=120)]
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: ClientId
+
+
+class Send(_Command):
+    type: Literal["send"]
+    text: Annotated[str, Field(min_length=1, max_length=1 << 19)]
+
+
+class Answer(_Command):
+    type: Literal["answer"]
+    request_id: Annotated[str, Field(min_length=1, max_length=200)]
+    allow: bool
+    message: Annotated[str | None, Field(max_length=4000)] = None
+
+
+class Switch(_Command):
+    type: Literal["switch"]
+    to: Literal["local", "remote"]
+
+
+class Abort(_Command):
+    type: Literal["abort"]
+
+
+Command = Annotated[Send | Answer | Switch | Abort, Field(discriminator="type")]
+_parse = TypeAdapter(Command)
+Result = tuple[int, dict[str, Any]]  # HTTP status, JSON body
+
+
+def parse(body: bytes) -> Send | Answer | Switch | Abort | str:
+    """The command, or what is wrong with it (one line)."""
+    try:
+        return _parse.validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"bad command: {where}: {first['msg']}" if where else f"bad command: {first['msg']}"
+
+
+class Commands:
+    def __init__(self) -> None:
+        self._done: OrderedDict[tuple[str, str, str], Result] = OrderedDict()
+        self._running: dict[tuple[str, str, str], anyio.Event] = {}
+
+    async def run(self, device: str, view: SessionView, command: Send | Answer | Switch | Abort) -> Result:
+        key = (device, view.happy_id or "", command.id)
+        while key in self._running:
+            await self._running[key].wait()
+        if key in self._done:
+            return self._done[key]
+        self._running[key] = anyio.Event()
+        try:
+            result = await _perform(device, view, command)
+            if result[0] < 500:  # a failure may be retried for real
+                self._done[key] = result
+                while len(self._done) > REMEMBERED:
+                    self._done.popitem(last=False)
+            return result
+        finally:
+            self._running.pop(key).set()
+
+
+async def _perform(device: str, view: SessionView, command: Send | Answer | Switch | Abort) -> Result:
+    if not view.running or view.socket is None:
+        return 410, {"error": f"session {view.name} has ended"}
+    try:
+        async with connect(view.socket) as client:
+            return 200, await _apply(device, client, command)
+    except RequestRefusedError as exc:
+        return 409, {"error": str(exc)}
+    except SessionEndedError as exc:
+        return 410, {"error": str(exc)}
+    except NoSuchSessionError as exc:
+        return 404, {"error": str(exc)}
+    except ControlError as exc:
+        return 502, {"error": str(exc)}
+
+
+async def _apply(
+    device: str, client: ControlClient, command: Send | Answer | Switch | Abort
+) -> dict[str, Any]:
+    if isinstance(command, Send):
+        accepted = await client.send(f"web-{device}-{command.id}", command.text)
+        return {"ok": True, "message_seq": accepted.message_seq, "duplicate": accepted.duplicate}
+    if isinstance(command, Answer):
+        await client.answer(command.request_id, command.allow, command.message or None)
+    elif isinstance(command, Switch):
+        await client.switch(command.to)
+    else:
+        await client.abort()
+    return {"ok": True}

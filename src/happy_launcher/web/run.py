@@ -1,0 +1,69 @@
+"""`happy web`: bind, print the pairing URL (first line of stdout) and its QR code, serve until
+interrupted."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from happy_launcher.errors import UsageError
+from happy_launcher.web.auth import Pairing, allowed_hosts
+from happy_launcher.web.commands import Commands
+from happy_launcher.web.devices import DeviceStore
+from happy_launcher.web.server import WebState, clock_ms, make_app
+
+WILDCARDS = {"0.0.0.0", "::", ""}
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): pick another --port"
+        ) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def page_host(host: str, extra: Sequence[str]) -> str:
+    """The name the printed URL uses: the bound address, or for a wildcard the first
+    --allow-host (else this machine's name)."""
+    if host not in WILDCARDS:
+        return f"[{host}]" if ":" in host else host
+    return extra[0] if extra else socket.gethostname()
+
+
+async def serve(home: Path, host: str, port: int, out: TextIO, *, allow: Sequence[str] = ()) -> None:
+    import segno
+    import uvicorn
+
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    shown = page_host(host, allow)
+    pairing = Pairing(time.monotonic)
+    state = WebState(
+        home=home,
+        devices=DeviceStore(home, clock_ms=clock_ms),
+        pairing=pairing,
+        hosts=allowed_hosts({host, shown.strip("[]"), "localhost", "127.0.0.1", "::1", *allow}, port),
+        pair_url=lambda secret: f"http://{shown}:{port}/#k={secret}",
+        commands=Commands(),
+    )
+    url = state.pair_url(pairing.mint(ttl=None))
+    out.write(url + "\n")
+    segno.make(url, error="m").terminal(out=out, compact=True)
+    out.write(f"Open the URL above (or scan the code) to pair a device. Sessions under {home}.\n")
+    out.flush()
+    config = uvicorn.Config(
+        make_app(state), log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+    )
+    await uvicorn.Server(config).serve(sockets=[sock])

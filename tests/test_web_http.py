@@ -1,0 +1,203 @@
+"""`happy web` over HTTP (the real server, a subprocess): pairing, tokens, revocation, Origin and
+Host checks, rate limits, idempotent commands and the resumable stream, against a control
+server over a FakeController (the browser tests, test_web_e2e.py, use the real Claude)."""
+
+from __future__ import annotations
+
+import http.client
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from happy_launcher.session.control_fake import FakeController
+from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
+from tests.support.control import Envelopes, facts, running
+from tests.support.happy_tui import happy_executable
+from tests.support.web import WebServer, pair, request
+
+pytestmark = pytest.mark.timeout(60)
+UNAUTHORIZED = b'{"error":"unauthorized"}'
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def portal() -> Iterator[BlockingPortal]:
+    with start_blocking_portal("asyncio") as p:
+        yield p
+
+
+@pytest.fixture
+def controller(home: Path, portal: BlockingPortal) -> Iterator[FakeController]:
+    fake = FakeController(facts(happy_session_id="hs-web"))
+    with portal.wrap_async_context_manager(running(fake, home)):
+        yield fake
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[WebServer]:
+    web = WebServer(home)
+    yield web
+    web.kill()
+
+
+def happy_web(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [happy_executable(), "web", *args],
+        env={"HAPPY_HOME_DIR": str(home), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_pairing_secret_is_one_time_and_the_token_is_needed(server: WebServer) -> None:
+    token = pair(server)
+    again = request(server, "/api/pair", method="POST", body={"secret": server.secret, "name": "x"})
+    assert (again.status, again.body) == (401, UNAUTHORIZED)
+    assert request(server, "/api/sessions", token=token).json() == []
+    for wrong in (None, "nope", token[:-1]):
+        answer = request(server, "/api/sessions", token=wrong)
+        assert (answer.status, answer.body) == (401, UNAUTHORIZED)  # nothing else said
+    # Only the token's hash is kept, in a private file.
+    devices = server.home / "web" / "devices.json"
+    assert stat.S_IMODE(devices.stat().st_mode) == 0o600
+    assert token.encode() not in devices.read_bytes()
+    server.kill()
+    assert token.encode() not in server.output  # nor in what the server printed or logged
+
+
+def test_foreign_origin_and_unknown_host_are_refused(server: WebServer, controller: FakeController) -> None:
+    token = pair(server)
+    evil = "http://evil.example"
+    path = "/api/sessions/hs-web/command"
+    send = {"id": "c1", "type": "send", "text": "hi"}
+    assert request(server, path, method="POST", token=token, origin=evil, body=send).status == 403
+    assert request(server, path, method="POST", token=token, origin=None, body=send).status == 403
+    stream = request(server, "/api/sessions/hs-web/stream", method="POST", token=token, origin=evil)
+    assert stream.status == 403
+    assert request(server, "/api/pair/new", method="POST", token=token, origin=evil).status == 403
+    assert request(server, "/api/sessions", token=token, origin=evil).status == 403
+    assert controller.sent == {}
+    rebinding = request(server, "/api/sessions", token=token, host=f"evil.example:{server.port}")
+    assert rebinding.status == 421
+    assert request(server, "/", host=f"evil.example:{server.port}").status == 421
+    local = request(server, "/api/sessions", token=token, host=f"localhost:{server.port}", origin=None)
+    assert local.status == 200
+
+
+def test_a_revoked_device_is_refused_by_the_running_server(server: WebServer) -> None:
+    first = pair(server)
+    link = request(server, "/api/pair/new", method="POST", token=first).json()
+    assert link["qr"].startswith("data:image/svg+xml")
+    second = pair(server, link["url"].split("#k=", 1)[1], name="phone")
+    assert second != first
+    listed = happy_web(server.home, "devices")
+    assert listed.returncode == 0 and "phone" in listed.stdout and "test device" in listed.stdout
+    assert first not in listed.stdout and second not in listed.stdout
+    revoked = happy_web(server.home, "revoke", "phone")
+    assert revoked.returncode == 0, revoked.stderr
+    assert request(server, "/api/sessions", token=second).status == 401
+    assert request(server, "/api/sessions", token=first).status == 200
+    unknown = happy_web(server.home, "revoke", "nobody")
+    assert unknown.returncode == 2 and "happy web devices" in unknown.stderr
+
+
+def test_pairing_attempts_are_rate_limited(server: WebServer) -> None:
+    for n in range(PAIR_ATTEMPTS):
+        assert request(server, "/api/pair", method="POST", body={"secret": f"guess{n}"}).status == 401
+    late = request(server, "/api/pair", method="POST", body={"secret": server.secret})
+    assert late.status == 429  # even the right secret, until the window passes
+
+
+def test_pairing_secrets_expire_and_are_one_time() -> None:
+    now = [0.0]
+    pairing = Pairing(lambda: now[0])
+    forever, soon = pairing.mint(ttl=None), pairing.mint(ttl=10)
+    now[0] = 11
+    assert not pairing.consume(soon)
+    assert pairing.consume(forever) and not pairing.consume(forever)
+    assert allowed_hosts({"127.0.0.1", "::1"}, 80) == {"127.0.0.1:80", "[::1]:80"}
+    assert origin_ok("http://127.0.0.1:80", "127.0.0.1:80") and not origin_ok(None, "127.0.0.1:80")
+
+
+def command(server: WebServer, token: str, body: dict[str, Any]) -> tuple[int, Any]:
+    answer = request(server, "/api/sessions/hs-web/command", method="POST", token=token, body=body)
+    return answer.status, answer.json()
+
+
+def test_a_retried_command_acts_once(server: WebServer, controller: FakeController) -> None:
+    token = pair(server)
+    send = {"id": "m1", "type": "send", "text": "hello"}
+    assert command(server, token, send) == command(server, token, send)
+    assert [text for _, text in controller.sent.values()] == ["hello"]
+    abort = {"id": "a1", "type": "abort"}
+    assert command(server, token, abort) == command(server, token, abort) == (200, {"ok": True})
+    assert controller.aborts == 1
+    controller.request_permission(PendingRequest("p1", "Bash", {"command": "ls"}, "Run ls"))
+    deny = {"id": "d1", "type": "answer", "request_id": "p1", "allow": False, "message": "not now"}
+    assert command(server, token, deny) == command(server, token, deny) == (200, {"ok": True})
+    assert controller.answers == [("p1", False, "not now")]
+    other = command(server, token, {**deny, "id": "d2"})  # a new answer to a settled request
+    assert other[0] == 409 and "p1" in other[1]["error"]
+    bad = command(server, token, {"id": "x", "type": "launch"})
+    assert bad[0] == 400 and "bad command" in bad[1]["error"]
+    missing = request(server, "/api/sessions/nope/command", method="POST", token=token, body=abort)
+    assert missing.status == 404
+
+
+def frames(response: http.client.HTTPResponse, count: int) -> list[tuple[str, str | None, Any]]:
+    """The next `count` SSE frames (event, id, data), heartbeats skipped."""
+    got: list[tuple[str, str | None, Any]] = []
+    fields: dict[str, str] = {}
+    while len(got) < count:
+        line = response.fp.readline().decode().rstrip("\n")
+        if line == "":
+            if "data" in fields:
+                got.append((fields.get("event", "message"), fields.get("id"), orjson.loads(fields["data"])))
+            fields = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(": ")
+            fields[name] = value
+    return got
+
+
+def test_the_stream_resumes_after_last_event_id_with_open_requests_as_state(
+    server: WebServer, controller: FakeController, portal: BlockingPortal
+) -> None:
+    token = pair(server)
+    made = Envelopes()
+    controller.commit(made.make(5))
+    controller.request_permission(PendingRequest("p1", "Bash", {"command": "ls"}, "Run ls"))
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    conn.request(
+        "POST",
+        "/api/sessions/hs-web/stream",
+        headers={
+            "host": f"127.0.0.1:{server.port}",
+            "origin": f"http://127.0.0.1:{server.port}",
+            "authorization": f"Bearer {token}",
+            "last-event-id": "3",
+        },
+    )
+    response = conn.getresponse()
+    assert response.status == 200 and response.getheader("content-type", "").startswith("text/event-stream")
+    first = frames(response, 4)
+    assert first[0][0] == "state" and first[0][2]["happy_session_id"] == "hs-web"
+    assert [f[0] for f in first[1:]].count("permission-requested") == 1
+    assert [f[1] for f in first[1:] if f[0] == "envelope"] == ["4", "5"]
+    portal.call(controller.commit, made.make(1))  # live, on the session's event loop
+    [live] = frames(response, 1)
+    assert live[:2] == ("envelope", "6") and live[2]["ev"]["text"].startswith("message 6")
+    conn.close()
