@@ -152,7 +152,7 @@ def stored_seqs(home: Path) -> list[int]:
 def rendered_exactly_once(page: Any, home: Path) -> None:
     """Every stored envelope was rendered once, in order: no gap, no duplicate."""
     want = stored_seqs(home)
-    page.wait_for_function(f"window.happy.seqs.length >= {len(want)}", timeout=WAIT_MS)
+    page.wait_for_function(f"() => window.happy.seqs.length >= {len(want)}", timeout=WAIT_MS)
     assert page.evaluate("window.happy.seqs") == want == list(range(1, len(want) + 1))
 
 
