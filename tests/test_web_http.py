@@ -18,6 +18,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
+from happy_launcher.web.devices import DeviceStore
 from tests.support.control import Envelopes, facts, running
 from tests.support.happy_tui import happy_executable
 from tests.support.web import WebServer, pair, request
@@ -201,3 +202,15 @@ def test_the_stream_resumes_after_last_event_id_with_open_requests_as_state(
     [live] = frames(response, 1)
     assert live[:2] == ("envelope", "6") and live[2]["ev"]["text"].startswith("message 6")
     conn.close()
+
+
+def test_a_revocation_holds_against_a_server_writing_last_use(tmp_path: Path) -> None:
+    now = [0]
+    server, cli = (DeviceStore(tmp_path, clock_ms=lambda: now[0]) for _ in range(2))
+    _, kept = server.add("laptop")
+    _, gone = server.add("phone")
+    assert cli.revoke("phone").name == "phone"
+    now[0] = 10**6  # the server's next check writes the laptop's last use
+    assert server.verify(gone) is None and server.verify(kept) is not None
+    assert [(d.name, d.last_seen) for d in cli.devices()] == [("laptop", 10**6)]
+    assert not server.verify_id("nope")

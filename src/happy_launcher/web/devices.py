@@ -5,11 +5,13 @@ effect at once on a running server."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -49,11 +51,11 @@ class DeviceStore:
 
     def add(self, name: str) -> tuple[Device, str]:
         """A new device and its token (shown once: only its hash is kept)."""
-        self._reload()
         token = secrets.token_urlsafe(32)
         now = self._clock()
         device = Device(secrets.token_hex(4), _clean(name), _hash(token), now, now)
-        self._save([*self._devices, device])
+        with self._locked():
+            self._save([*self._devices, device])
         return device, token
 
     def verify(self, token: str | None) -> Device | None:
@@ -74,7 +76,10 @@ class DeviceStore:
         return any(d.id == device_id for d in self._devices)
 
     def revoke(self, prefix: str) -> Device:
-        self._reload()
+        with self._locked():
+            return self._revoke(prefix)
+
+    def _revoke(self, prefix: str) -> Device:
         matches = [d for d in self._devices if d.id.startswith(prefix) or d.name == prefix]
         if len(matches) != 1:
             why = "no device" if not matches else f"{len(matches)} devices"
@@ -84,8 +89,22 @@ class DeviceStore:
 
     def _seen(self, device: Device) -> None:
         now = self._clock()
-        if now - device.last_seen >= SEEN_EVERY_MS:
-            self._save([replace(d, last_seen=now) if d is device else d for d in self._devices])
+        if now - device.last_seen < SEEN_EVERY_MS:
+            return
+        with self._locked():  # as read now: a revocation made meanwhile stays made
+            self._save([replace(d, last_seen=now) if d.id == device.id else d for d in self._devices])
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Read-modify-write under a lock shared by the server and `happy web revoke`."""
+        ensure_home(self._dir)
+        fd = os.open(self._dir / "devices.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._reload()
+            yield
+        finally:
+            os.close(fd)
 
     def _reload(self) -> None:
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from happy_launcher.errors import SessionEndedError
+from happy_launcher.errors import ControlError, SessionEndedError
 from happy_launcher.session.control_client import EnvelopeBytes, connect
 from happy_launcher.session.control_discovery import SessionView
 from happy_launcher.session.control_wire import Dropped, PermissionRequested, PermissionSettled
@@ -23,7 +23,10 @@ STORE_PAGE = 2000  # envelopes read from the store per query
 async def session_events(home: Path, view: SessionView, after_seq: int, emit: Emit) -> None:
     last = after_seq
     if view.running and view.socket is not None:
-        last = await _live(view.socket, last, emit)
+        try:
+            last = await _live(view.socket, last, emit)
+        except ControlError:
+            return  # not known to have ended: the stream closes without `end`, the page reconnects
     if view.happy_id is not None:
         last = await _stored(home, view.happy_id, last, emit)
     await emit(frame("end", orjson.dumps({"last_seq": last})))
