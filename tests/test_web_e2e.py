@@ -192,6 +192,8 @@ def test_server_killed_and_restarted_the_page_catches_up(
     web.start()  # same port
     shown(page, ".msg.agent", "Echo: hello two").wait_for(timeout=WAIT_MS)
     page.locator(".turn-status.completed").nth(1).wait_for(timeout=WAIT_MS)
+    with page.expect_request("**/stream"):  # a phone waking up: the page reconnects at once
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
     sdk.say("hello three")  # and live again
     shown(page, ".msg.agent", "Echo: hello three").wait_for(timeout=WAIT_MS)
     page.locator(".turn-status.completed").nth(2).wait_for(timeout=WAIT_MS)

@@ -128,9 +128,10 @@ function onVisible() {
   if (document.visibilityState !== "visible" || !S.token) return;
   refreshList();
   if (!S.current || S.ended) return;
-  // After a sleep the connection may be dead without a word: start again from the last seq.
+  // After a sleep the connection may be dead without a word: start again from the last seq
+  // (cheap: only what came after it is sent).
   if (S.wake) S.wake();
-  else if (Date.now() - S.lastByte > 2000) { if (S.ctl) S.ctl.abort(); }
+  else if (S.ctl) { S.now = true; S.ctl.abort(); }
 }
 
 async function main() {

@@ -13,6 +13,7 @@ export const S = {
   gen: 0, // bumped to stop a stream loop
   ctl: null, // AbortController of the open stream
   wake: null, // resolves the reconnect wait early
+  now: false, // the open stream was ended on purpose, to reconnect at once
   lastSeq: 0,
   lastByte: 0,
   ended: false,

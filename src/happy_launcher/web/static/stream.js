@@ -35,6 +35,7 @@ export async function follow(id) {
       showHeader();
       return;
     }
+    if (S.now) { S.now = false; continue; } // asked for (the page became visible): no wait
     setConn("Reconnecting…");
     await new Promise((resolve) => {
       const timer = setTimeout(resolve, delay);
