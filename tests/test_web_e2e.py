@@ -226,6 +226,35 @@ def test_tui_session_live_in_the_page_and_a_message_sent_from_it(
         tui.kill()
 
 
+def test_tui_permission_approved_then_denied_with_a_reason_from_the_page(
+    browser: Any, web: WebServer, cenv: ClaudeEnv, home: Path
+) -> None:
+    tui = HappyTui(cenv, home, env={"TERM": "xterm"})
+    try:
+        tui.wait_ready()
+        page = paired_page(browser, web.url)
+
+        def drain(cond: Callable[[], bool]) -> None:
+            tui.wait(cond, 30, "the page")
+
+        open_first_session(page, drain)
+        card = page.locator(".perm", has_text="Bash")
+        tui.submit("use bash")
+        drain(lambda: card.count() == 1)  # the TUI's request, through its PermissionRequest hook
+        card.get_by_role("button", name="Allow").click()
+        drain(lambda: shown(page, ".msg.agent", "Done.").count() == 1)
+        assert (cenv.cwd / "written.txt").read_text() == "hi\n"
+        mark = len(tui.seen)
+        tui.submit("use bash")
+        drain(lambda: card.count() == 1)
+        card.get_by_label("Reason").fill("not on a Friday")
+        card.get_by_role("button", name="Deny").click()
+        tui.expect_screen("not on a Friday", since=mark)  # Claude was told why
+        drain(lambda: page.locator(".perm").count() == 0)
+    finally:
+        tui.kill()
+
+
 def test_a_second_device_gets_its_own_token_and_a_revoked_one_is_refused(
     browser: Any, web: WebServer, home: Path
 ) -> None:
