@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -202,33 +203,12 @@ def test_server_killed_and_restarted_the_page_catches_up(
     rendered_exactly_once(page, home)
 
 
-def test_tui_session_live_in_the_page_and_a_message_sent_from_it(
+@contextmanager
+def tui_in_page(
     browser: Any, web: WebServer, cenv: ClaudeEnv, home: Path
-) -> None:
-    tui = HappyTui(cenv, home, env={"TERM": "xterm"})
-    try:
-        tui.wait_ready()
-        page = paired_page(browser, web.url)
-
-        def drain(cond: Callable[[], bool]) -> None:
-            tui.wait(cond, 30, "the page")  # the TUI's output is read meanwhile
-
-        open_first_session(page, drain)
-        tui.submit("hello")
-        drain(lambda: shown(page, ".msg.agent", "Echo: hello").count() > 0)
-        page.fill("#text", "from the page")
-        page.click("#send")  # local mode: the session moves to remote mode to deliver it
-        drain(lambda: shown(page, ".msg.agent", "Echo: from the page").count() > 0)
-        drain(lambda: "remote mode" in page.inner_text("#s-meta"))
-        drain(lambda: page.locator(".turn-status.completed").count() == 2)
-        rendered_exactly_once(page, home)
-    finally:
-        tui.kill()
-
-
-def test_tui_permission_approved_then_denied_with_a_reason_from_the_page(
-    browser: Any, web: WebServer, cenv: ClaudeEnv, home: Path
-) -> None:
+) -> Iterator[tuple[HappyTui, Any, Callable[[Callable[[], bool]], None]]]:
+    """A TUI session, open in a paired page; `drain(cond)` waits on the page while the TUI's
+    output is read meanwhile."""
     tui = HappyTui(cenv, home, env={"TERM": "xterm"})
     try:
         tui.wait_ready()
@@ -238,6 +218,29 @@ def test_tui_permission_approved_then_denied_with_a_reason_from_the_page(
             tui.wait(cond, 30, "the page")
 
         open_first_session(page, drain)
+        yield tui, page, drain
+    finally:
+        tui.kill()
+
+
+def test_tui_session_live_in_the_page_and_a_message_sent_from_it(
+    browser: Any, web: WebServer, cenv: ClaudeEnv, home: Path
+) -> None:
+    with tui_in_page(browser, web, cenv, home) as (tui, page, drain):
+        tui.submit("hello")
+        drain(lambda: shown(page, ".msg.agent", "Echo: hello").count() > 0)
+        page.fill("#text", "from the page")
+        page.click("#send")  # local mode: the session moves to remote mode to deliver it
+        drain(lambda: shown(page, ".msg.agent", "Echo: from the page").count() > 0)
+        drain(lambda: "remote mode" in page.inner_text("#s-meta"))
+        drain(lambda: page.locator(".turn-status.completed").count() == 2)
+        rendered_exactly_once(page, home)
+
+
+def test_tui_permission_approved_then_denied_with_a_reason_from_the_page(
+    browser: Any, web: WebServer, cenv: ClaudeEnv, home: Path
+) -> None:
+    with tui_in_page(browser, web, cenv, home) as (tui, page, drain):
         card = page.locator(".perm", has_text="Bash")
         tui.submit("use bash")
         drain(lambda: card.count() == 1)  # the TUI's request, through its PermissionRequest hook
@@ -251,8 +254,6 @@ def test_tui_permission_approved_then_denied_with_a_reason_from_the_page(
         card.get_by_role("button", name="Deny").click()
         tui.expect_screen("not on a Friday", since=mark)  # Claude was told why
         drain(lambda: page.locator(".perm").count() == 0)
-    finally:
-        tui.kill()
 
 
 def test_a_second_device_gets_its_own_token_and_a_revoked_one_is_refused(
