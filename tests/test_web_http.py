@@ -156,6 +156,11 @@ def test_a_retried_command_acts_once(server: WebServer, controller: FakeControll
     assert bad[0] == 400 and "bad command" in bad[1]["error"]
     missing = request(server, "/api/sessions/nope/command", method="POST", token=token, body=abort)
     assert missing.status == 404
+    server.restart()  # the memory of command ids outlives the server: a late retry still acts once
+    assert command(server, token, abort) == (200, {"ok": True})
+    assert command(server, token, deny) == (200, {"ok": True})
+    assert controller.aborts == 1 and len(controller.answers) == 1
+    assert (server.home / "web" / "commands.json").stat().st_mode & 0o777 == 0o600
 
 
 def frames(response: http.client.HTTPResponse, count: int) -> list[tuple[str, str | None, Any]]:

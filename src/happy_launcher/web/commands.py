@@ -1,16 +1,19 @@
 """The page's commands (send, answer, switch, abort), each carrying an id of the page's choosing
 so that a retry never acts twice. `send` is idempotent in the session itself (the id becomes the
-control protocol's message id). The others are answered from a small memory of recent ids: a
-retry gets the first attempt's answer, and one that arrives while the first is still running
-waits for it. (`switch` is idempotent anyway; an `answer` retried after a server restart meets
-"already settled", which the page shows as settled.)"""
+control protocol's message id). The others are answered from a memory of recent ids, kept in
+`HAPPY_HOME_DIR/web/commands.json` so that it outlives a restart of the server (an abort retried
+after one must not end a later turn): a retry gets the first attempt's answer, and one that
+arrives while the first is still running waits for it."""
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from happy_launcher.errors import (
@@ -21,6 +24,9 @@ from happy_launcher.errors import (
 )
 from happy_launcher.session.control_client import ControlClient, connect
 from happy_launcher.session.control_discovery import SessionView
+from happy_launcher.web.devices import write_private
+
+_log = logging.getLogger(__name__)
 
 REMEMBERED = 1000  # command ids kept for retries
 ClientId = Annotated[str, Field(min_length=1, max_length=120)]
@@ -68,9 +74,33 @@ def parse(body: bytes) -> Send | Answer | Switch | Abort | str:
 
 
 class Commands:
-    def __init__(self) -> None:
+    """`path`: where the memory is kept across restarts (None: in memory only)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = path
         self._done: OrderedDict[tuple[str, str, str], Result] = OrderedDict()
         self._running: dict[tuple[str, str, str], anyio.Event] = {}
+        if path is not None:
+            self._load(path)
+
+    def _load(self, path: Path) -> None:
+        try:
+            rows = orjson.loads(path.read_bytes())
+            for device, session, command_id, status, body in rows[-REMEMBERED:]:
+                self._done[(device, session, command_id)] = (int(status), dict(body))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, TypeError) as exc:  # only retries across the restart weaken
+            _log.warning("%s is unreadable (%s): commands retried from before are not recognised", path, exc)
+
+    def _save(self) -> None:
+        if self._path is None:
+            return
+        rows = [[*key, status, body] for key, (status, body) in self._done.items()]
+        try:
+            write_private(self._path, orjson.dumps(rows))
+        except OSError as exc:  # a full disk must not fail the command itself
+            _log.warning("could not keep the command ids in %s: %s", self._path, exc)
 
     async def run(self, device: str, view: SessionView, command: Send | Answer | Switch | Abort) -> Result:
         key = (device, view.happy_id or "", command.id)
@@ -85,6 +115,7 @@ class Commands:
                 self._done[key] = result
                 while len(self._done) > REMEMBERED:
                     self._done.popitem(last=False)
+                self._save()
             return result
         finally:
             self._running.pop(key).set()

@@ -125,13 +125,7 @@ class DeviceStore:
         self._stamp = stamp
 
     def _save(self, devices: list[Device]) -> None:
-        ensure_home(self._dir)
-        tmp = self._path.with_suffix(".tmp")
-        data = orjson.dumps([asdict(d) for d in devices], option=orjson.OPT_INDENT_2)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        tmp.replace(self._path)
+        write_private(self._path, orjson.dumps([asdict(d) for d in devices], option=orjson.OPT_INDENT_2))
         self._devices = devices
         st = self._path.stat()
         self._stamp = (st.st_mtime_ns, st.st_size)
@@ -141,3 +135,13 @@ def _clean(name: str) -> str:
     """A device name as shown in listings: printable, one line, short."""
     printable = "".join(ch for ch in name if ch.isprintable()).strip()
     return printable[:60] or "device"
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically, 0600, in a private (0700) directory."""
+    ensure_home(path.parent)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    tmp.replace(path)

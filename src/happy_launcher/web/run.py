@@ -56,7 +56,7 @@ async def serve(home: Path, host: str, port: int, out: TextIO, *, allow: Sequenc
         pairing=pairing,
         hosts=allowed_hosts({host, shown.strip("[]"), "localhost", "127.0.0.1", "::1", *allow}, port),
         pair_url=lambda secret: f"http://{shown}:{port}/#k={secret}",
-        commands=Commands(),
+        commands=Commands(home / "web" / "commands.json"),
     )
     url = state.pair_url(pairing.mint(ttl=None))
     out.write(url + "\n")
