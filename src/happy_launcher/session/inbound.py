@@ -21,7 +21,8 @@ import orjson
 
 from happy_launcher.claude.records import Record, text_of
 from happy_launcher.session.control_types import Accepted, InputMode
-from happy_launcher.session.store import Delivered, SessionStore
+from happy_launcher.session.store import SessionStore
+from happy_launcher.session.store_resume import Delivered
 
 _log = logging.getLogger(__name__)
 
