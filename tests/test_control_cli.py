@@ -16,8 +16,9 @@ import pytest
 
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
-from happy_launcher.session.control_socket import make_control_dir, socket_path
+from happy_launcher.session.control_socket import make_control_dir
 from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.home import socket_path
 from happy_launcher.session.procs import ProcessId, this_process
 from happy_launcher.session.store import SessionStore
 from tests.support.control import Envelopes, facts, running

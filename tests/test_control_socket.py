@@ -17,7 +17,7 @@ import pytest
 from happy_launcher.errors import RequestRefusedError
 from happy_launcher.session.control_client import connect
 from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_socket import socket_path
+from happy_launcher.session.home import socket_path
 from tests.support.control import facts, running
 
 pytestmark = pytest.mark.anyio

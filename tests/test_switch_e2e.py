@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from happy_launcher.claude.paths import project_dir
-from happy_launcher.session.control_socket import socket_path
+from happy_launcher.session.home import socket_path
 from happy_launcher.session.store import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.control import wait_for_file

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from happy_launcher.session.control_socket import socket_path
+from happy_launcher.session.home import socket_path
 from happy_launcher.session.store import SessionStore
 from happy_launcher.web.devices import DeviceStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env

@@ -11,8 +11,9 @@ import anyio
 
 from happy_launcher.errors import AmbiguousSessionError, ControlError, NoSuchSessionError
 from happy_launcher.session.control_client import connect
-from happy_launcher.session.control_socket import live_sockets, socket_path
+from happy_launcher.session.control_socket import live_sockets
 from happy_launcher.session.control_wire import Facts
+from happy_launcher.session.home import socket_path
 from happy_launcher.session.procs import is_alive, running
 from happy_launcher.session.store import DB_NAME, SessionStore, SessionSummary
 

@@ -23,8 +23,9 @@ from happy_launcher.session.control_link import (
     accept,
     cancel_on,
 )
-from happy_launcher.session.control_socket import bind_private, make_control_dir, remove_dead, socket_path
+from happy_launcher.session.control_socket import bind_private, make_control_dir, remove_dead
 from happy_launcher.session.control_types import Controller
+from happy_launcher.session.home import socket_path
 
 _log = logging.getLogger(__name__)
 _ACCEPT_RETRY = 0.1  # seconds to wait after a failed accept (out of file descriptors)

@@ -17,7 +17,6 @@ from pathlib import Path
 from happy_launcher.errors import StoreError
 from happy_launcher.session.home import SOCKET_SUFFIX as SUFFIX
 from happy_launcher.session.home import control_dir, ensure_home
-from happy_launcher.session.home import socket_path as socket_path
 from happy_launcher.session.procs import running
 
 _MAX_SUN_PATH = 107  # sockaddr_un.sun_path is 108 bytes, NUL included

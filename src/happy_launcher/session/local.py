@@ -149,10 +149,10 @@ class LocalLauncher:
 def _switched(session: SessionRef) -> LauncherExit:
     """Stopped for a switch: a turn Claude did not close (no interrupt record) ends `cancelled`."""
     from happy_launcher.session.launcher import LauncherExit
+    from happy_launcher.session.local_front import turn_open
 
-    opened = session.opened
-    if opened is not None and opened.id is not None and opened.mirror.turn is not None:
-        opened.close_turn("cancelled")
+    if turn_open(session):
+        session.get().close_turn("cancelled")
     return LauncherExit("switch")
 
 

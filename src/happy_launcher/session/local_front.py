@@ -37,16 +37,11 @@ def turn_open(ref: SessionRef) -> bool:
     return session is not None and session.id is not None and session.mirror.turn is not None
 
 
-class LocalFront:
-    """Serves switch, abort and inject requests for one run of the TUI (`serve(pty)` beside it);
-    `screen` follows the TUI's output (for inject mode)."""
+class _Local:
+    """What both local fronts are: Claude run by happy, busy while the mirror has a turn open."""
 
-    def __init__(self, ref: SessionRef, screen: TuiScreen) -> None:
+    def __init__(self, ref: SessionRef) -> None:
         self._ref = ref
-        self._switch = anyio.Event()
-        self._pty: PtySession | None = None
-        self._injector = Injector(ref, screen)
-        self.switched = False  # the TUI was stopped for a switch (not by the user)
 
     @property
     def mode(self) -> Mode:
@@ -55,6 +50,18 @@ class LocalFront:
     @property
     def busy(self) -> bool:
         return turn_open(self._ref)
+
+
+class LocalFront(_Local):
+    """Serves switch, abort and inject requests for one run of the TUI (`serve(pty)` beside it);
+    `screen` follows the TUI's output (for inject mode)."""
+
+    def __init__(self, ref: SessionRef, screen: TuiScreen) -> None:
+        super().__init__(ref)
+        self._switch = anyio.Event()
+        self._pty: PtySession | None = None
+        self._injector = Injector(ref, screen)
+        self.switched = False  # the TUI was stopped for a switch (not by the user)
 
     def check_inbound(self) -> None:
         pass  # taken: delivered through remote mode
@@ -128,20 +135,9 @@ class LocalFront:
         return session.mirror.turn is None
 
 
-class WatchOnlyFront:
+class WatchOnlyFront(_Local):
     """Claude on happy's own stdio (no terminal, or `-p`): it reads nothing but our stdin, so
     the session can be watched but takes no messages and cannot switch."""
-
-    def __init__(self, ref: SessionRef) -> None:
-        self._ref = ref
-
-    @property
-    def mode(self) -> Mode:
-        return "local"
-
-    @property
-    def busy(self) -> bool:
-        return turn_open(self._ref)
 
     def check_inbound(self) -> None:
         raise ControlRefused(_WATCH_ONLY)
