@@ -148,6 +148,7 @@ def test_what_the_model_wrote_is_shown_as_written() -> None:
             Line("text", "Echo: <img src=x onerror=alert(1)><b>bold?</b> [bold]x[/bold]", "●"),
             Line("text", "<div>\n*hi*\n</div>\n\n\x1b[2J`\x1b]0;t\x07`", "●"),
             Line("tool", "Bash [/] \x1b[31mred", "✓"),
+            Line("service", "a\r\nb\rc"),
         ]
     )
     assert render(text, width=80) == [
@@ -156,6 +157,8 @@ def test_what_the_model_wrote_is_shown_as_written() -> None:
         "",
         "  ␛[2J␛]0;t␇",
         "✓ Bash [/] ␛[31mred",
+        "a",
+        "b␍c",
     ]
     live = live_view(
         [

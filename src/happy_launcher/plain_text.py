@@ -14,14 +14,14 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-# C0 but tab and newline (rich drops carriage returns itself), DEL, C1.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+# C0 but tab and newline, DEL, C1.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def visible(text: str) -> str:
     """`text` with each control character replaced by a visible stand-in: its Unicode control
-    picture (ESC as ␛), or for C1 its escape (`\\x9b`)."""
-    return _CONTROLS.sub(_stand_in, text)
+    picture (ESC as ␛), or for C1 its escape (`\\x9b`). A CRLF line end is a line end."""
+    return _CONTROLS.sub(_stand_in, text.replace("\r\n", "\n"))
 
 
 def _stand_in(match: re.Match[str]) -> str:
