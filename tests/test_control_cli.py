@@ -14,6 +14,7 @@ import anyio
 import orjson
 import pytest
 
+from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TextEv, ToolCallStartEv
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
 from happy_launcher.session.control_socket import make_control_dir
@@ -141,6 +142,16 @@ async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
     ]
 
 
+async def test_an_error_quoting_session_text_shows_its_escape_sequences(tmp_path: Path) -> None:
+    async with live_session(tmp_path) as controller:
+        for n in (1, 2):
+            request = PendingRequest(id=f"perm-{n}", tool="Bash", input={}, title="\x1b[2J\x1b]0;owned\x07")
+            controller.request_permission(request)
+        done = await happy(tmp_path, "approve")
+    one_error_line(done, "perm-1 (␛[2J␛]0;owned␇)")
+    assert b"\x1b" not in done.stderr
+
+
 async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: Path) -> None:
     store_session(tmp_path, "hs-old", None)
     store = SessionStore.open(tmp_path)
@@ -175,3 +186,47 @@ async def test_watch_follows_a_running_session_until_it_ends(tmp_path: Path) -> 
     async with process:
         assert await process.wait() == 0  # and so does watch
     assert buffered.splitlines() == [body for _, body in controller.stored]
+
+
+async def test_watch_shows_session_text_as_written_and_an_open_request_once(tmp_path: Path) -> None:
+    """Titles and text are never rich markup (`[/]` crashed watch) nor escape sequences; a request
+    open when watch attaches is listed once (it was twice)."""
+    store_session(tmp_path, "hs-alpha", this_process(os.getpid()))
+    controller = FakeController(facts())
+    make = EnvelopeFactory(SequentialIds("e"))
+    tool = ToolCallStartEv(
+        call="c1", name="Bash", title="[red]x[/red] \x1b]0;owned\x07", description="", args={}
+    )
+    text = TextEv(text="[bold]not bold[/bold] \x1b[31mnot red")
+    controller.commit([make.agent(ev, turn="t1", time=1_700_000_000_000) for ev in (text, tool)])
+    controller.request_permission(PendingRequest(id="perm-1", tool="Bash", input={}, title="[/]"))
+    controller.request_permission(PendingRequest(id="perm-2", tool="Bash", input={}, title="[red]x[/red]"))
+    async with anyio.create_task_group() as tg:
+        await tg.start(partial(serve, controller, tmp_path))
+        process = await anyio.open_process(
+            [HAPPY, "watch", "--from-start"], env=env(tmp_path), stdin=subprocess.DEVNULL
+        )
+        out, err = process.stdout, process.stderr
+        assert out is not None and err is not None
+        buffered = b""
+        with anyio.fail_after(20):
+            while b"owned" not in buffered:  # the last envelope of the history
+                try:
+                    buffered += await out.receive()
+                except anyio.EndOfStream:
+                    pytest.fail(f"watch failed: {(await err.receive()).decode()}")
+        tg.cancel_scope.cancel()  # the session ends, and so does watch
+    assert out is not None and err is not None  # (mypy forgets it past the task group)
+    async with process:
+        buffered += b"".join([chunk async for chunk in out])
+        errors = b"".join([chunk async for chunk in err])
+        assert await process.wait() == 0, errors
+    lines = buffered.decode().splitlines()
+    assert lines[:2] == [
+        "permission requested [/] (Bash, id perm-1)",
+        "permission requested [red]x[/red] (Bash, id perm-2)",
+    ]
+    assert [line[9:] for line in lines[2:]] == [  # after the time
+        "agent    [bold]not bold[/bold] ␛[31mnot red",
+        "agent    → Bash: [red]x[/red] ␛]0;owned␇",
+    ]

@@ -22,6 +22,8 @@ from happy_launcher.session.control_wire import (
     PermissionRequested,
     PermissionSettled,
 )
+from happy_launcher.session.controller import SessionController
+from happy_launcher.session.launcher import SessionRef
 from tests.support.control import Envelopes, facts, running
 
 pytestmark = pytest.mark.anyio
@@ -135,6 +137,27 @@ async def test_permission_requests_reach_subscribers_and_answers_settle_them(tmp
         with pytest.raises(RequestRefusedError, match="no pending permission request perm-2"):
             await answerer.answer("perm-2", True)
     assert controller.answers == [("perm-2", False, "not now")]
+
+
+async def test_a_request_open_before_the_subscription_comes_once_from_the_real_controller(
+    tmp_path: Path,
+) -> None:
+    ref = SessionRef(tmp_path / "home", tmp_path)
+    controller = SessionController(
+        ref, mode="remote", pid=os.getpid(), transcript=lambda _: tmp_path / "t.jsonl", clock=lambda: 0
+    )
+    open_one = ref.permissions.open("Bash", {"command": "ls"})
+    async with anyio.create_task_group() as tg:
+        path = await tg.start(partial(serve, controller, tmp_path))
+        async with connect(path) as watcher:
+            await watcher.subscribe(None)
+            events = watcher.events()
+            first = await anext(events)
+            later = ref.permissions.open("Write", {"file_path": "x"})
+            second = await anext(events)  # the next one, not the first again
+        tg.cancel_scope.cancel()
+    assert isinstance(first, PermissionRequested) and isinstance(second, PermissionRequested)
+    assert [first.request.id, second.request.id] == [open_one.id, later.id]
 
 
 async def test_subscribe_from_a_seq_then_live(tmp_path: Path) -> None:

@@ -140,6 +140,35 @@ def test_drawing_lines() -> None:
     assert rows[6].rstrip() == "❯ draft"
 
 
+def test_what_the_model_wrote_is_shown_as_written() -> None:
+    """HTML in agent markdown is text (rich dropped it), and no escape sequence reaches the
+    terminal from any line (a title, the preview, a permission prompt)."""
+    text = scrollback(
+        [
+            Line("text", "Echo: <img src=x onerror=alert(1)><b>bold?</b> [bold]x[/bold]", "●"),
+            Line("text", "<div>\n*hi*\n</div>\n\n\x1b[2J`\x1b]0;t\x07`", "●"),
+            Line("tool", "Bash [/] \x1b[31mred", "✓"),
+            Line("service", "a\r\nb\rc"),
+        ]
+    )
+    assert render(text, width=80) == [
+        "● Echo: <img src=x onerror=alert(1)><b>bold?</b> [bold]x[/bold]",
+        "● <div> hi </div>",
+        "",
+        "  ␛[2J␛]0;t␇",
+        "✓ Bash [/] ␛[31mred",
+        "a",
+        "b␍c",
+    ]
+    live = live_view(
+        [
+            Line("permission", "Allow Bash: [/] \x1b[31mx?", "?"),
+            Line("partial", "<b>streamed</b> \x9b31m"),
+        ]
+    )
+    assert render(live, width=80) == ["? Allow Bash: [/] ␛[31mx?", "<b>streamed</b> \\x9b31m"]
+
+
 def test_terminal_output_adds_carriage_returns_and_survives_a_gone_terminal() -> None:
     read_fd, write_fd = os.pipe()
     seen: list[bytes] = []

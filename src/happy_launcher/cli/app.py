@@ -22,7 +22,10 @@ app.add_typer(protocol_app, name="protocol")
 
 
 def fail(error: HappyError) -> typer.Exit:
-    typer.echo(f"happy: {error}", err=True)
+    # An error can quote a session's text (a permission title): its escape sequences are shown.
+    from happy_launcher.plain_text import visible
+
+    typer.echo(f"happy: {visible(str(error))}", err=True)
     return typer.Exit(error.exit_code)
 
 

@@ -1,5 +1,5 @@
 """How `happy watch` prints: envelope JSON lines exactly as stored (`--json`), or one readable
-line per envelope (rich)."""
+line per envelope (rich; what the session holds is shown as text, see plain_text.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
+from happy_launcher.plain_text import as_text, plain_console
 from happy_launcher.session.control_wire import Dropped, Event, PermissionRequested, PermissionSettled
 
 _STYLES = {"user": "bold cyan", "agent": "green"}
@@ -28,29 +29,31 @@ class JsonLines:
 
 class Pretty:
     def __init__(self, console: Console | None = None) -> None:
-        self._console = console or Console(highlight=False)
+        self._console = console or plain_console()
 
     def envelope(self, seq: int, body: bytes) -> None:
         data: dict[str, Any] = orjson.loads(body)
         ev = data.get("ev", {})
         when = datetime.fromtimestamp(data.get("time", 0) / 1000).strftime("%H:%M:%S")
-        line = Text(f"{when} ", style="dim")
-        role = data.get("role", "?") + (" (subagent)" if data.get("subagent") else "")
-        line.append(f"{role:<8} ", style=_STYLES.get(data.get("role", ""), ""))
-        line.append(_describe(ev))
-        self._console.print(line, soft_wrap=True)
+        role = str(data.get("role", "?"))
+        shown = role + (" (subagent)" if data.get("subagent") else "")
+        line = Text.assemble((f"{when} ", "dim"), as_text(f"{shown:<8} ", _STYLES.get(role, "")))
+        self._print(line.append_text(as_text(_describe(ev))))
 
     def event(self, event: Event) -> None:
         if isinstance(event, PermissionRequested):
             request = event.request
             where = ", the TUI asks too" if request.origin == "local" else ""
-            self._console.print(
-                f"[yellow]permission requested[/] {request.title} ({request.tool}, id {request.id}{where})"
-            )
+            about = as_text(f"{request.title} ({request.tool}, id {request.id}{where})")
+            self._print(Text.assemble(("permission requested", "yellow"), " ", about))
         elif isinstance(event, PermissionSettled):
-            self._console.print(f"[yellow]permission {event.outcome}[/] (id {event.request_id})")
+            about = as_text(f"(id {event.request_id})")
+            self._print(Text.assemble((f"permission {event.outcome}", "yellow"), " ", about))
         elif isinstance(event, Dropped):
-            self._console.print(f"[red]{event.message}[/]")
+            self._print(as_text(event.message, "red"))
+
+    def _print(self, line: Text) -> None:
+        self._console.print(line, soft_wrap=True)
 
 
 def _describe(ev: dict[str, Any]) -> str:

@@ -3,7 +3,8 @@
 The only module of the screen that knows rich. Scrollback lines are printed in full (the main
 thread's text as markdown); live lines take one row each, cut with an ellipsis, except the
 streamed preview and the input line, which wrap and show their last rows. Text from the session
-is always a `Text`, never parsed as rich markup.
+goes through plain_text.py (never rich markup, no escape sequence obeyed), and its markdown is
+read with HTML off: a tag the model wrote is shown as written.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -19,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from happy_launcher.fdio import write_all
+from happy_launcher.plain_text import as_text, plain_console, visible
 from happy_launcher.remote.screen_keys import PASTE_OFF, PASTE_ON
 from happy_launcher.remote.screen_model import Line, LineKind
 from happy_launcher.remote.screen_view import INPUT_ROWS, PARTIAL_ROWS
@@ -88,15 +91,12 @@ class Renderer:
 
     def __init__(self, out: TerminalOutput, *, rows: int, cols: int) -> None:
         self._out = out
-        self.console = Console(
-            file=out,  # type: ignore[arg-type]  # a write/flush file is all rich needs
+        self.console = plain_console(
+            file=out,  # a write/flush file is all rich needs
             force_terminal=True,
             force_interactive=True,
             width=cols,
             height=rows,
-            markup=False,
-            emoji=False,
-            highlight=False,
         )
         self._live = Live(console=self.console, auto_refresh=False, transient=True)
 
@@ -140,14 +140,14 @@ def live_view(lines: Sequence[Line]) -> RenderableType:
 def _full(line: Line) -> RenderableType:
     if line.kind == "text" and line.depth == 0:
         grid = Table.grid(padding=(0, 1))
-        grid.add_row(Text(line.mark), Markdown(line.text))
+        grid.add_row(Text(line.mark), LiteralHtmlMarkdown(line.text))
         return grid
     return _indented(_text(line), line.depth)
 
 
 def _row(line: Line) -> RenderableType:
     if line.kind == "partial":
-        return _Tail(Text(line.text, style=_STYLES["partial"]), PARTIAL_ROWS)
+        return _Tail(as_text(line.text, _STYLES["partial"]), PARTIAL_ROWS)
     if line.kind == "input":
         text = _text(line)
         text.append(" ", style="reverse")  # the cursor: the real one stays hidden under Live
@@ -165,8 +165,20 @@ def _text(line: Line, *, one_row: bool = False) -> Text:
     if line.mark:
         text.append(line.mark, style=_MARK_STYLES.get(line.mark, _STYLES[line.kind]))
         text.append(" ")
-    text.append(line.text, style=_STYLES[line.kind])
+    text.append_text(as_text(line.text, _STYLES[line.kind]))
     return text
+
+
+class LiteralHtmlMarkdown(Markdown):
+    """rich's Markdown, but its parser has HTML off: rich drops the HTML tokens it gets (all
+    but `<kbd>`), so `<b>bold?</b>` would vanish; read as text, the tags are shown."""
+
+    def __init__(self, markdown: str) -> None:
+        super().__init__("")  # rich's own parser (HTML on) gets nothing to read
+        self.markup = visible(markdown)
+        self.parsed = (
+            MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"]).parse(self.markup)
+        )
 
 
 class _Tail:

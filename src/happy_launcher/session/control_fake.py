@@ -115,6 +115,8 @@ class FakeController:
 
     def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
         self._watchers.append(watcher)
+        for request in list(self._pending.values()):  # the open ones first, as the real one does
+            watcher.requested(request)
         return lambda: self._watchers.remove(watcher)
 
     async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:

@@ -40,12 +40,10 @@ class Subscription:
         self._stops: list[Callable[[], None]] = []
 
     def start(self) -> None:
-        """Subscribe (synchronously: nothing committed from here on can be missed), and queue
-        the permission requests already open: they are state the client needs."""
+        """Subscribe (synchronously: nothing committed from here on can be missed); watching
+        the permissions queues the requests already open, once: they are state the client needs."""
         self._stops.append(self._controller.subscribe(self))
         self._stops.append(self._controller.watch_permissions(self))
-        for request in self._controller.pending_permissions():
-            self.requested(request)
 
     def stop(self) -> None:
         for stop in self._stops:

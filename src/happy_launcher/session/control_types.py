@@ -111,7 +111,10 @@ class Controller(Protocol):
         """Answer a pending permission request; ControlRefused if it is unknown or answered."""
         ...
 
-    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]: ...
+    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
+        """Tell `watcher` of each request already pending (at once, in order), then of each new
+        request and each settlement, until the returned function is called."""
+        ...
 
     async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
         """The TUI's PermissionRequest hook asks: a pending request until the first answer, or
