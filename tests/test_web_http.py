@@ -5,6 +5,7 @@ server over a FakeController (the browser tests, test_web_e2e.py, use the real C
 from __future__ import annotations
 
 import http.client
+import socket
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
+from happy_launcher.web.body_limit import BODY_LIMIT
 from happy_launcher.web.devices import DeviceStore
 from tests.support.control import Envelopes, facts, running
 from tests.support.happy_tui import happy_executable
@@ -115,11 +117,53 @@ def test_a_revoked_device_is_refused_by_the_running_server(server: WebServer) ->
     assert unknown.returncode == 2 and "happy web devices" in unknown.stderr
 
 
-def test_pairing_attempts_are_rate_limited(server: WebServer) -> None:
+def test_pairing_attempts_are_rate_limited_per_client(server: WebServer) -> None:
     for n in range(PAIR_ATTEMPTS):
         assert request(server, "/api/pair", method="POST", body={"secret": f"guess{n}"}).status == 401
     late = request(server, "/api/pair", method="POST", body={"secret": server.secret})
     assert late.status == 429  # even the right secret, until the window passes
+    # The flood came from 127.0.0.1: another client (127.0.0.2 is loopback too) still pairs.
+    other = request(server, "/api/pair", method="POST", body={"secret": server.secret}, source="127.0.0.2")
+    assert other.status == 200 and other.json()["token"]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def raw_post(server: WebServer, path: str, headers: dict[str, str], body: bytes) -> bytes:
+    """Send a POST's head and `body` (maybe only the start of what the head announces), then
+    read the answer's status line: the server must answer without waiting for more."""
+    head = [
+        f"POST {path} HTTP/1.1",
+        f"host: 127.0.0.1:{server.port}",
+        f"origin: http://127.0.0.1:{server.port}",
+    ]
+    head += [f"{name}: {value}" for name, value in headers.items()]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        return sock.makefile("rb").readline()
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(server: WebServer) -> None:
+    token = pair(server)
+    assert server.proc is not None
+    before = rss_kib(server.proc.pid)
+    huge = {"content-type": "application/json", "content-length": str(300 << 20)}
+    authorized = {"authorization": f"Bearer {token}"}
+    for path, auth in (("/api/pair", {}), ("/api/sessions/hs-web/command", authorized)):
+        status = raw_post(server, path, {**huge, **auth}, b'{"secret": "' + b"x" * 65536)
+        assert status.startswith(b"HTTP/1.1 413 "), (path, status)
+    # A chunked body is counted as it streams: refused once past the limit (no last chunk sent).
+    piece = b"x" * 65536
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for _ in range(BODY_LIMIT // len(piece) + 1))
+    chunked = {"transfer-encoding": "chunked", **authorized}
+    assert raw_post(server, "/api/sessions/hs-web/command", chunked, chunks).startswith(b"HTTP/1.1 413 ")
+    assert rss_kib(server.proc.pid) - before < 16 << 10
+    assert request(server, "/api/sessions", token=token).status == 200  # and it serves on
 
 
 def test_pairing_secrets_expire_and_are_one_time() -> None:
