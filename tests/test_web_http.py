@@ -16,11 +16,13 @@ import orjson
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from happy_launcher.errors import UsageError
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
 from happy_launcher.web.body_limit import BODY_LIMIT
 from happy_launcher.web.devices import DeviceStore
+from happy_launcher.web.run import lan_address, reach
 from tests.support.control import Envelopes, facts, running
 from tests.support.happy_tui import happy_executable
 from tests.support.web import WebServer, pair, request
@@ -263,3 +265,43 @@ def test_a_revocation_holds_against_a_server_writing_last_use(tmp_path: Path) ->
     assert server.verify(gone) is None and server.verify(kept) is not None
     assert [(d.name, d.last_seen) for d in cli.devices()] == [("laptop", 10**6)]
     assert not server.verify_id("nope")
+
+
+def test_lan_takes_this_machines_local_network_address_and_says_so() -> None:
+    assert lan_address(lambda: "192.168.1.7") == "192.168.1.7"
+    for lookup_gives in ("127.0.1.1", "0.0.0.0"):
+        with pytest.raises(UsageError, match=r"no local network address found.*--host"):
+            lan_address(lambda given=lookup_gives: given)  # type: ignore[misc]
+
+    def unreachable() -> str:
+        raise OSError(101, "Network is unreachable")
+
+    with pytest.raises(UsageError, match=r"\(Network is unreachable\): give one with --host"):
+        lan_address(unreachable)
+    assert reach("192.168.1.7", lan=True).startswith("Reachable from your local network at 192.168.1.7")
+    assert "only from this machine" in reach("127.0.0.1", lan=False) and "--lan" in reach("::1", lan=False)
+
+
+def test_the_second_line_says_who_can_reach_the_page(server: WebServer) -> None:
+    server.kill()
+    out = subprocess.run(  # the first line (the URL) is read by WebServer; here the next one
+        ["timeout", "-s", "INT", "5", happy_executable(), "web", "--port", "0"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    url, second = out.stdout.splitlines()[:2]
+    assert url.startswith("http://127.0.0.1:") and "#k=" in url
+    assert second == "Reachable only from this machine: `happy web --lan` opens it to your local network."
+    both = subprocess.run(
+        [happy_executable(), "web", "--lan", "--host", "10.0.0.1"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert both.returncode == 2
+    assert both.stderr == "happy: --lan chooses the address itself: give --lan or --host, not both\n"
