@@ -129,7 +129,7 @@ def test_example_5_abort_while_sidechain_tool_runs() -> None:
             "role": "agent",
             "turn": "T1",
             "subagent": "toolu_task_1",
-            "ev": {"t": "tool-call-end", "call": "toolu_sc_1"},
+            "ev": {"t": "tool-call-end", "call": "toolu_sc_1", "status": "cancelled"},
         },
         {"role": "agent", "turn": "T1", "subagent": "toolu_task_1", "ev": {"t": "stop"}},
         {"role": "agent", "turn": "T1", "ev": {"t": "turn-end", "status": "cancelled"}},

@@ -20,7 +20,7 @@ import pexpect
 import pytest
 
 import happy_launcher
-from happy_launcher.protocol import Envelope, SequentialIds
+from happy_launcher.protocol import Envelope, SequentialIds, ToolCallEndEv, TurnEndEv
 from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.replay import replay_file
@@ -154,7 +154,11 @@ def replayed(cenv: ClaudeEnv, claude_session_id: str) -> list[dict[str, Any]]:
 
 
 def kinds(envelopes: list[Envelope]) -> list[str]:
-    return [f"{e.ev.t}:{e.ev.status}" if e.ev.t == "turn-end" else e.ev.t for e in envelopes]
+    """Event types, with the status of a turn's end and of a tool call's end that did not succeed."""
+    return [
+        f"{e.ev.t}:{e.ev.status}" if isinstance(e.ev, TurnEndEv | ToolCallEndEv) and e.ev.status else e.ev.t
+        for e in envelopes
+    ]
 
 
 async def turn(session: RemoteSession, text: str) -> list[Envelope]:
@@ -199,15 +203,18 @@ class Answering:
 
 
 @pytest.mark.parametrize(
-    ("answer", "ends"),
+    ("answer", "ends", "tool_ends"),
     [
-        (PermissionAnswer(True), "completed"),
-        (PermissionAnswer(False, "not today"), "completed"),
-        (PermissionAnswer(False, "stop here", stop=True), "cancelled"),  # deny and stop the turn
+        (PermissionAnswer(True), "completed", "tool-call-end"),
+        (PermissionAnswer(False, "not today"), "completed", "tool-call-end:denied"),
+        # deny and stop the turn
+        (PermissionAnswer(False, "stop here", stop=True), "cancelled", "tool-call-end:cancelled"),
     ],
     ids=["allow", "deny", "deny-and-stop"],
 )
-async def test_permission_answers(cenv: ClaudeEnv, home: Path, answer: PermissionAnswer, ends: str) -> None:
+async def test_permission_answers(
+    cenv: ClaudeEnv, home: Path, answer: PermissionAnswer, ends: str, tool_ends: str
+) -> None:
     async with happy_launcher.open_session(**options(cenv, home)) as s:
         answering = Answering(s, answer)
         s.permissions.listen(answering)
@@ -217,7 +224,7 @@ async def test_permission_answers(cenv: ClaudeEnv, home: Path, answer: Permissio
     assert request.tool == "Bash" and request.title == "Write a file"
     assert (cenv.cwd / "written.txt").exists() == answer.allow
     assert kinds(envelopes)[-1] == f"turn-end:{ends}"
-    assert "tool-call-start" in kinds(envelopes)
+    assert "tool-call-start" in kinds(envelopes) and tool_ends in kinds(envelopes)
     assert_live_equals_replay(cenv, home, happy_id, claude_id)
 
 
@@ -259,7 +266,7 @@ async def test_interrupt_mid_tool_ends_the_tool_then_the_turn(cenv: ClaudeEnv, h
         happy_id, claude_id = s.happy_session_id, s.claude_session_id
     ends = kinds(got)
     assert ends[-1] == "turn-end:cancelled"
-    assert ends.index("tool-call-end") < ends.index("turn-end:cancelled")  # the tool's end first
+    assert ends.index("tool-call-end:cancelled") < ends.index("turn-end:cancelled")  # the tool's end first
     assert kinds(after)[-1] == "turn-end:completed"
     assert_live_equals_replay(cenv, home, happy_id, claude_id)
 

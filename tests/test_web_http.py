@@ -5,6 +5,7 @@ server over a FakeController (the browser tests, test_web_e2e.py, use the real C
 from __future__ import annotations
 
 import http.client
+import socket
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -15,10 +16,13 @@ import orjson
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from happy_launcher.errors import UsageError
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
+from happy_launcher.web.body_limit import BODY_LIMIT
 from happy_launcher.web.devices import DeviceStore
+from happy_launcher.web.run import lan_address, reach
 from tests.support.control import Envelopes, facts, running
 from tests.support.happy_tui import happy_executable
 from tests.support.web import WebServer, pair, request
@@ -115,11 +119,53 @@ def test_a_revoked_device_is_refused_by_the_running_server(server: WebServer) ->
     assert unknown.returncode == 2 and "happy web devices" in unknown.stderr
 
 
-def test_pairing_attempts_are_rate_limited(server: WebServer) -> None:
+def test_pairing_attempts_are_rate_limited_per_client(server: WebServer) -> None:
     for n in range(PAIR_ATTEMPTS):
         assert request(server, "/api/pair", method="POST", body={"secret": f"guess{n}"}).status == 401
     late = request(server, "/api/pair", method="POST", body={"secret": server.secret})
     assert late.status == 429  # even the right secret, until the window passes
+    # The flood came from 127.0.0.1: another client (127.0.0.2 is loopback too) still pairs.
+    other = request(server, "/api/pair", method="POST", body={"secret": server.secret}, source="127.0.0.2")
+    assert other.status == 200 and other.json()["token"]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def raw_post(server: WebServer, path: str, headers: dict[str, str], body: bytes) -> bytes:
+    """Send a POST's head and `body` (maybe only the start of what the head announces), then
+    read the answer's status line: the server must answer without waiting for more."""
+    head = [
+        f"POST {path} HTTP/1.1",
+        f"host: 127.0.0.1:{server.port}",
+        f"origin: http://127.0.0.1:{server.port}",
+    ]
+    head += [f"{name}: {value}" for name, value in headers.items()]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        return sock.makefile("rb").readline()
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(server: WebServer) -> None:
+    token = pair(server)
+    assert server.proc is not None
+    before = rss_kib(server.proc.pid)
+    huge = {"content-type": "application/json", "content-length": str(300 << 20)}
+    authorized = {"authorization": f"Bearer {token}"}
+    for path, auth in (("/api/pair", {}), ("/api/sessions/hs-web/command", authorized)):
+        status = raw_post(server, path, {**huge, **auth}, b'{"secret": "' + b"x" * 65536)
+        assert status.startswith(b"HTTP/1.1 413 "), (path, status)
+    # A chunked body is counted as it streams: refused once past the limit (no last chunk sent).
+    piece = b"x" * 65536
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for _ in range(BODY_LIMIT // len(piece) + 1))
+    chunked = {"transfer-encoding": "chunked", **authorized}
+    assert raw_post(server, "/api/sessions/hs-web/command", chunked, chunks).startswith(b"HTTP/1.1 413 ")
+    assert rss_kib(server.proc.pid) - before < 16 << 10
+    assert request(server, "/api/sessions", token=token).status == 200  # and it serves on
 
 
 def test_pairing_secrets_expire_and_are_one_time() -> None:
@@ -219,3 +265,43 @@ def test_a_revocation_holds_against_a_server_writing_last_use(tmp_path: Path) ->
     assert server.verify(gone) is None and server.verify(kept) is not None
     assert [(d.name, d.last_seen) for d in cli.devices()] == [("laptop", 10**6)]
     assert not server.verify_id("nope")
+
+
+def test_lan_takes_this_machines_local_network_address_and_says_so() -> None:
+    assert lan_address(lambda: "192.168.1.7") == "192.168.1.7"
+    for lookup_gives in ("127.0.1.1", "0.0.0.0"):
+        with pytest.raises(UsageError, match=r"no local network address found.*--host"):
+            lan_address(lambda given=lookup_gives: given)  # type: ignore[misc]
+
+    def unreachable() -> str:
+        raise OSError(101, "Network is unreachable")
+
+    with pytest.raises(UsageError, match=r"\(Network is unreachable\): give one with --host"):
+        lan_address(unreachable)
+    assert reach("192.168.1.7", lan=True).startswith("Reachable from your local network at 192.168.1.7")
+    assert "only from this machine" in reach("127.0.0.1", lan=False) and "--lan" in reach("::1", lan=False)
+
+
+def test_the_second_line_says_who_can_reach_the_page(server: WebServer) -> None:
+    server.kill()
+    out = subprocess.run(  # the first line (the URL) is read by WebServer; here the next one
+        ["timeout", "-s", "INT", "5", happy_executable(), "web", "--port", "0"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    url, second = out.stdout.splitlines()[:2]
+    assert url.startswith("http://127.0.0.1:") and "#k=" in url
+    assert second == "Reachable only from this machine: `happy web --lan` opens it to your local network."
+    both = subprocess.run(
+        [happy_executable(), "web", "--lan", "--host", "10.0.0.1"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert both.returncode == 2
+    assert both.stderr == "happy: --lan chooses the address itself: give --lan or --host, not both\n"

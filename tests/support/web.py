@@ -117,9 +117,13 @@ def request(
     body: Any = None,
     headers: dict[str, str] | None = None,
     read: bool = True,
+    source: str | None = None,
 ) -> Answer:
-    """One HTTP request; `origin="same"` sends the server's own Origin, None sends none."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    """One HTTP request; `origin="same"` sends the server's own Origin, None sends none;
+    `source`: the client's address (another loopback address is another client)."""
+    conn = http.client.HTTPConnection(
+        "127.0.0.1", server.port, timeout=20, source_address=None if source is None else (source, 0)
+    )
     sent = {"host": host or f"127.0.0.1:{server.port}", **(headers or {})}
     if origin == "same":
         sent["origin"] = f"http://127.0.0.1:{server.port}"

@@ -23,6 +23,7 @@ from happy_launcher.claude.records import (
     text_of,
 )
 from happy_launcher.claude.titles import SUBAGENT_TOOLS, subagent_title, tool_title
+from happy_launcher.claude.tool_outcome import denied_call, tool_status
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -60,6 +61,7 @@ class Mapper:
             "user": self._user,
             "assistant": self._assistant,
             "system": self._system,
+            "attachment": self._attachment,
         }
 
     # -- public API -------------------------------------------------------------------------
@@ -280,9 +282,18 @@ class Mapper:
                 self._subagent_result(call, record, now, out)
             elif isinstance(call, str) and call in state.open_calls:
                 state.open_calls.discard(call)
-                self._agent(out, ToolCallEndEv(call=call), now, subagent, record.uuid)
+                denied = call in state.denied_calls
+                state.denied_calls.discard(call)
+                status = tool_status(block, record, denied=denied)
+                self._agent(out, ToolCallEndEv(call=call, status=status), now, subagent, record.uuid)
             else:
                 state.stats.unmatched_tool_results += 1
+
+    def _attachment(self, record: Record, now: int, out: Out) -> None:
+        # Emits nothing (design §2); a hook's denial is kept for its call's end.
+        call = denied_call(record)
+        if call is not None and call in self.state.open_calls:
+            self.state.denied_calls.add(call)
 
     def _task_notification(self, record: Record, now: int, out: Out) -> None:
         # A background agent finished: stop it; this is not a user prompt (design §2).

@@ -83,6 +83,8 @@ class MapperState:
     agent_ids: dict[str, str] = field(default_factory=dict)
     # tool_use ids whose tool-call-start was emitted and whose end was not yet seen
     open_calls: set[str] = field(default_factory=set)
+    # open calls a PermissionRequest hook denied (their end says `denied`)
+    denied_calls: set[str] = field(default_factory=set)
     # records of subagents whose `Task`/`Agent` call has not been mapped yet, in arrival order
     orphans: dict[str, list[Record]] = field(default_factory=dict)
     orphan_bytes: int = 0
@@ -107,6 +109,7 @@ class MapperState:
             "uuid_owner": self.uuid_owner,
             "agent_ids": self.agent_ids,
             "open_calls": sorted(self.open_calls),
+            "denied_calls": sorted(self.denied_calls),
             "orphans": {
                 tool_id: [{"data": r.data, "parent": r.parent_tool_use_id, "size": r.size} for r in records]
                 for tool_id, records in self.orphans.items()
@@ -137,6 +140,7 @@ class MapperState:
             uuid_owner=dict(data.get("uuid_owner", {})),
             agent_ids=dict(data.get("agent_ids", {})),
             open_calls=set(data.get("open_calls", [])),
+            denied_calls=set(data.get("denied_calls", [])),
             last_stop_reason=data.get("last_stop_reason"),
             usage_message_id=data.get("usage_message_id"),
             sent_prompts=list(data.get("sent_prompts", [])),

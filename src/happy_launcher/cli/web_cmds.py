@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from happy_launcher.cli.app import fail
-from happy_launcher.errors import HappyError
+from happy_launcher.errors import HappyError, UsageError
 from happy_launcher.session.home import happy_home
 
 if TYPE_CHECKING:
@@ -23,9 +23,13 @@ web_app = typer.Typer(help="A web page to watch and drive running sessions (pair
 @web_app.callback(invoke_without_command=True)
 def web(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Address to listen on (another than 127.0.0.1 exposes it).")] = (
-        "127.0.0.1"
-    ),
+    host: Annotated[
+        str | None,
+        typer.Option(help="Address to listen on (default 127.0.0.1; another one exposes the page)."),
+    ] = None,
+    lan: Annotated[
+        bool, typer.Option("--lan", help="Listen on this machine's local network address (for a phone).")
+    ] = False,
     port: Annotated[int, typer.Option(help="Port (0: any free one).", min=0, max=65535)] = 0,
     allow_host: Annotated[
         list[str] | None,
@@ -38,10 +42,14 @@ def web(
         return
     import anyio
 
-    from happy_launcher.web.run import serve
+    from happy_launcher.web.run import lan_address, serve
 
     try:
-        anyio.run(lambda: serve(happy_home(os.environ), host, port, sys.stdout, allow=allow_host or ()))
+        if lan and host is not None:
+            raise UsageError("--lan chooses the address itself: give --lan or --host, not both")
+        address = lan_address() if lan else host or "127.0.0.1"
+        home = happy_home(os.environ)
+        anyio.run(lambda: serve(home, address, port, sys.stdout, allow=allow_host or (), lan=lan))
     except HappyError as error:
         raise fail(error) from None
     except KeyboardInterrupt:

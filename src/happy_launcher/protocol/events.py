@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 TurnStatus = Literal["completed", "failed", "cancelled"]
+# How a tool call ended when it did not succeed (an optional field of ours, docs/decisions.md;
+# omitted for a call that succeeded).
+ToolStatus = Literal["failed", "denied", "cancelled"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +45,7 @@ class ToolCallStartEv:
 class ToolCallEndEv:
     t: Literal["tool-call-end"] = "tool-call-end"
     call: str
+    status: ToolStatus | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator, model_validator
 
-from happy_launcher.protocol.events import AGENT_ONLY_EVENTS, TurnStatus
+from happy_launcher.protocol.events import AGENT_ONLY_EVENTS, ToolStatus, TurnStatus
 from happy_launcher.protocol.ids import looks_like_cuid2
 
 
@@ -43,6 +43,8 @@ class ToolCallStartEv(_Event):
 class ToolCallEndEv(_Event):
     t: Literal["tool-call-end"] = "tool-call-end"
     call: str = Field(min_length=1)
+    # Ours, optional (Happy's schema strips unknown event fields): a call that did not succeed.
+    status: ToolStatus | None = None
 
 
 class ImageMeta(_Event):

@@ -23,6 +23,8 @@ def can_use_tool(broker: PermissionBroker) -> CanUseTool:
         answer = await broker.ask(tool, tool_input, tool_use_id if isinstance(tool_use_id, str) else None)
         if answer.allow:
             return PermissionResultAllow(updated_input=answer.updated_input)
-        return PermissionResultDeny(message=answer.message or "Denied", interrupt=answer.stop)
+        # Worded as Claude's own denials, so that the call's end reads `denied` (claude/tool_outcome.py).
+        message = f"Permission to use {tool} has been denied: {answer.message or 'no reason given'}"
+        return PermissionResultDeny(message=message, interrupt=answer.stop)
 
     return ask

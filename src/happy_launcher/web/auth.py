@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 PAIR_TTL = 600.0  # seconds a secret minted from a paired page stays valid
-PAIR_ATTEMPTS = 10  # pairing attempts allowed per window, whoever makes them
+PAIR_ATTEMPTS = 10  # pairing attempts allowed per window to one client address
 PAIR_WINDOW = 60.0
 
 
@@ -27,21 +27,27 @@ class Pairing:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self._secrets: list[_Secret] = []
-        self._attempts: deque[float] = deque()
+        self._attempts: dict[str, deque[float]] = {}  # per client address
 
     def mint(self, *, ttl: float | None = PAIR_TTL) -> str:
         value = secrets.token_urlsafe(24)
         self._secrets.append(_Secret(value, None if ttl is None else self._clock() + ttl))
         return value
 
-    def allow_attempt(self) -> bool:
-        """False when too many attempts were made lately (the caller answers 429)."""
+    def allow_attempt(self, client: str) -> bool:
+        """False when this client made too many attempts lately (the caller answers 429). Per
+        client: a flood from one address must not lock out a pairing from another."""
         now = self._clock()
-        while self._attempts and now - self._attempts[0] >= PAIR_WINDOW:
-            self._attempts.popleft()
-        if len(self._attempts) >= PAIR_ATTEMPTS:
+        for address in list(self._attempts):  # forget the clients whose window has passed
+            times = self._attempts[address]
+            while times and now - times[0] >= PAIR_WINDOW:
+                times.popleft()
+            if not times:
+                del self._attempts[address]
+        times = self._attempts.setdefault(client, deque())
+        if len(times) >= PAIR_ATTEMPTS:
             return False
-        self._attempts.append(now)
+        times.append(now)
         return True
 
     def consume(self, offered: str) -> bool:

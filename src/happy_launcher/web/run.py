@@ -1,11 +1,11 @@
-"""`happy web`: bind, print the pairing URL (first line of stdout) and its QR code, serve until
-interrupted."""
+"""`happy web`: bind, print the pairing URL (first line of stdout), who can reach it (second
+line) and its QR code, serve until interrupted."""
 
 from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -16,6 +16,39 @@ from happy_launcher.web.devices import DeviceStore
 from happy_launcher.web.server import WebState, clock_ms, make_app
 
 WILDCARDS = {"0.0.0.0", "::", ""}
+LOOPBACKS = ("127.", "::1", "localhost")
+# Any address outside this machine: a UDP socket "connected" to it (nothing is sent) takes the
+# address of the interface that routes there, the LAN's.
+_ROUTED = ("192.0.2.1", 9)  # TEST-NET-1 (RFC 5737)
+
+
+def routed_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(_ROUTED)
+        address: str = probe.getsockname()[0]
+        return address
+
+
+def lan_address(lookup: Callable[[], str] = routed_address) -> str:
+    """This machine's address on its local network (`--lan`)."""
+    try:
+        address = lookup()
+    except OSError as exc:
+        raise UsageError(
+            f"no local network address found ({exc.strerror or exc}): give one with --host"
+        ) from None
+    if address.startswith(LOOPBACKS) or address in WILDCARDS:
+        raise UsageError("no local network address found (no network is up): give one with --host")
+    return address
+
+
+def reach(host: str, lan: bool) -> str:
+    """The line saying who can reach the page."""
+    if lan:
+        return f"Reachable from your local network at {host} (--lan); pairing still needs the link above."
+    if host.startswith(LOOPBACKS):
+        return "Reachable only from this machine: `happy web --lan` opens it to your local network."
+    return f"Listening on {host}: reachable from other machines (a device still needs the link above)."
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -42,7 +75,9 @@ def page_host(host: str, extra: Sequence[str]) -> str:
     return extra[0] if extra else socket.gethostname()
 
 
-async def serve(home: Path, host: str, port: int, out: TextIO, *, allow: Sequence[str] = ()) -> None:
+async def serve(
+    home: Path, host: str, port: int, out: TextIO, *, allow: Sequence[str] = (), lan: bool = False
+) -> None:
     import segno
     import uvicorn
 
@@ -60,6 +95,7 @@ async def serve(home: Path, host: str, port: int, out: TextIO, *, allow: Sequenc
     )
     url = state.pair_url(pairing.mint(ttl=None))
     out.write(url + "\n")
+    out.write(reach(host, lan) + "\n")
     segno.make(url, error="m").terminal(out=out, compact=True)
     out.write(f"Open the URL above (or scan the code) to pair a device. Sessions under {home}.\n")
     out.flush()

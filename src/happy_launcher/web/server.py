@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from happy_launcher.errors import HappyError
 from happy_launcher.session.control_discovery import SessionView, discover
 from happy_launcher.web.auth import Pairing, bearer, origin_ok
+from happy_launcher.web.body_limit import BodyLimit
 from happy_launcher.web.commands import Commands, parse
 from happy_launcher.web.devices import Device, DeviceStore
 from happy_launcher.web.sse import SseResponse
@@ -75,7 +76,7 @@ async def pair(request: Request) -> Response:
     state = _state(request)
     if not origin_ok(request.headers.get("origin"), request.headers.get("host", "")):
         return _error(403, "forbidden")
-    if not state.pairing.allow_attempt():
+    if not state.pairing.allow_attempt(request.client.host if request.client else ""):
         return JSONResponse({"error": "too many attempts"}, status_code=429, headers={"retry-after": "60"})
     try:
         body = orjson.loads(await request.body())
@@ -203,7 +204,8 @@ def make_app(state: WebState) -> Starlette:
     ]
     app = Starlette(routes=routes)
     app.state.web = state
-    app.add_middleware(Guarded, hosts=state.hosts)
+    app.add_middleware(BodyLimit)
+    app.add_middleware(Guarded, hosts=state.hosts)  # the outer one: its headers go on every answer
     return app
 
 

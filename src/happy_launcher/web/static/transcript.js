@@ -1,5 +1,9 @@
 // The transcript: envelopes rendered in batches, one animation frame at a time.
 import { $, S, el } from "./state.js";
+import { markdown } from "./markdown.js";
+
+// How a tool call ended (`tool-call-end.status`, absent when it succeeded).
+const TOOL_ENDS = { failed: "failed", denied: "denied", cancelled: "cancelled" };
 
 export function flush() {
   S.flushing = false;
@@ -61,12 +65,16 @@ function render(seq, env) {
       if (ev.thinking) {
         node = el("details", "thinking");
         node.append(el("summary", "", "Thinking"), el("pre", "", ev.text));
+      } else if (env.role === "agent") {
+        node = markdown(ev.text);
+        node.classList.add("msg", "agent");
       } else {
-        node = el("div", `msg ${env.role}`, ev.text);
+        node = el("div", `msg ${env.role}`, ev.text); // what the user typed, as typed
       }
       break;
     case "service":
-      node = el("div", "service", ev.text);
+      node = markdown(ev.text);
+      node.classList.add("service");
       break;
     case "tool-call-start": {
       node = el("details", "tool");
@@ -79,7 +87,8 @@ function render(seq, env) {
     }
     case "tool-call-end": {
       const tool = S.tools.get(ev.call);
-      if (tool) { tool.classList.add("done"); tool.querySelector(".status").textContent = "done"; }
+      const end = TOOL_ENDS[ev.status] || "done";
+      if (tool) { tool.classList.add(end); tool.querySelector(".status").textContent = end; }
       return;
     }
     case "file":
