@@ -22,11 +22,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from happy_launcher.cli.claude_cmd import run
 
         _exit_at_once(run(args[1:] if args and args[0] == "claude" else args))
-    from happy_launcher.cli.app import app
+    from happy_launcher.cli.app import run_app
 
     if args[0] == "help":  # like `git help`: the overview (`happy claude help` still asks Claude)
         args[0] = "--help"
-    app(args, prog_name="happy")
+    sys.exit(run_app(args))
 
 
 def _exit_at_once(code: int) -> None:
