@@ -102,16 +102,18 @@ async def test_two_clients_sending_at_once_both_get_their_answers(tmp_path: Path
 
 
 async def test_switch_abort_and_a_refusal(tmp_path: Path) -> None:
-    controller = FakeController(facts())
+    controller = FakeController(facts(busy=True))
     async with running(controller, tmp_path) as path, connect(path) as client:
-        await client.switch("remote")
+        assert (await client.switch("remote")).outcome == "switched"
         assert (await client.hello()).session.mode == "remote"
-        await client.abort()
+        assert (await client.switch("remote")).outcome == "already-there"
+        assert (await client.abort()).outcome == "aborted"
+        assert (await client.abort()).outcome == "no-turn"
         controller.refuse_switch = "Claude is showing a dialog: answer it first"
         with pytest.raises(RequestRefusedError, match="answer it first"):
             await client.switch("local")
         assert (await client.status()).session.mode == "remote"  # the connection is still fine
-    assert controller.aborts == 1
+    assert controller.aborts == 2
 
 
 async def test_permission_requests_reach_subscribers_and_answers_settle_them(tmp_path: Path) -> None:

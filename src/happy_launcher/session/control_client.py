@@ -29,6 +29,7 @@ from happy_launcher.session.control_wire import (
     HelloReply,
     HelloRequest,
     LineSplitter,
+    OkReply,
     Reply,
     SendRequest,
     StatusReply,
@@ -150,11 +151,13 @@ class ControlClient:
         request = SendRequest(type="send", id=self._next_id(), message_id=message_id, text=text, mode=mode)
         return _expect(await self.request(request), AcceptedReply)
 
-    async def switch(self, to: Mode) -> None:
-        await self.request(SwitchRequest(type="switch", id=self._next_id(), to=to))
+    async def switch(self, to: Mode) -> OkReply:
+        """Its `outcome`: `switched` or `already-there` (None from an older happy)."""
+        return _expect(await self.request(SwitchRequest(type="switch", id=self._next_id(), to=to)), OkReply)
 
-    async def abort(self) -> None:
-        await self.request(AbortRequest(type="abort", id=self._next_id()))
+    async def abort(self) -> OkReply:
+        """Its `outcome`: `aborted` or `no-turn` (None from an older happy)."""
+        return _expect(await self.request(AbortRequest(type="abort", id=self._next_id())), OkReply)
 
     async def answer(self, request_id: str, allow: bool, message: str | None = None) -> None:
         await self.request(

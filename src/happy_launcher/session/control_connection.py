@@ -147,9 +147,9 @@ class _Connection:
             case SendRequest(message_id=message_id, text=text, mode=mode):
                 return AcceptedReply.of(request.id, await controller.send(message_id, text, mode))
             case SwitchRequest(to=to):
-                await controller.switch(to)
+                return OkReply(id=request.id, outcome=await controller.switch(to))
             case AbortRequest():
-                await controller.abort()
+                return OkReply(id=request.id, outcome=await controller.abort())
             case AnswerRequest(request_id=request_id, allow=allow, message=message):
                 controller.answer(request_id, allow, message)
             case AskPermissionRequest():

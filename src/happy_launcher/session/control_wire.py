@@ -34,7 +34,9 @@ class Facts(_Line):
 
     happy_session_id: str | None = Field(description="null until Claude has named its session")
     claude_session_id: str | None
-    mode: Literal["local", "remote"]
+    mode: Literal["local", "remote", "headless"] = Field(
+        description="headless: Claude runs on happy's stdio (`-p`, no terminal): watched, not driven"
+    )
     cwd: str
     pid: int
     started_at: int = Field(description="ms since the epoch")
@@ -181,6 +183,12 @@ class OkReply(_Line):
 
     type: Literal["ok"] = "ok"
     id: str
+    outcome: Literal["switched", "already-there", "aborted", "no-turn"] | None = Field(
+        default=None,
+        description="what a `switch` or an `abort` did: `switched` (the switch has started), "
+        "`already-there` (the session is in that mode: nothing done), `aborted` (the running turn "
+        "ends `cancelled`), `no-turn` (no turn was running: nothing done); null for the others",
+    )
 
 
 class AcceptedReply(_Line):
