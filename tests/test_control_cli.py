@@ -18,7 +18,7 @@ from happy_launcher.protocol import Envelope
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
 from happy_launcher.session.control_socket import make_control_dir
-from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
 from happy_launcher.session.home import socket_path
 from happy_launcher.session.procs import ProcessId, this_process
 from happy_launcher.session.store import SessionStore
@@ -240,3 +240,14 @@ async def test_a_lone_mistyped_verb_is_not_sent_to_claude(tmp_path: Path) -> Non
     )
     prompt = await anyio.run_process([HAPPY, "hello"], env=environ, check=False)
     assert b"did you mean" not in prompt.stderr  # a word, not a typo: it goes to Claude
+
+
+async def test_send_of_a_message_over_1_mib_says_so(tmp_path: Path) -> None:
+    just_fits = '"quoted"\n' * (MAX_MESSAGE // 9)  # JSON escapes make its request line longer than 1 MiB
+    async with live_session(tmp_path) as controller:
+        fits = await happy(tmp_path, "send", "--id", "m-1", stdin=just_fits.encode())
+        too_large = await happy(tmp_path, "send", "--id", "m-2", stdin=b"x" * (MAX_MESSAGE + 1))
+    assert fits.returncode == 0, fits.stderr
+    assert too_large.returncode == 2
+    one_error_line(too_large, "the message is larger than 1 MiB")
+    assert list(controller.sent) == ["m-1"]

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.control_types import ControlRefused, Mode
+from happy_launcher.session.control_types import MAX_MESSAGE, ControlRefused, Mode
 from happy_launcher.session.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
 from tests.support.records import rec
@@ -151,3 +151,10 @@ async def test_switch_and_abort_say_what_they_did(ref: SessionRef, tmp_path: Pat
     assert await c.abort() == "no-turn"
     ref.front = None
     assert await c.abort() == "no-turn"  # between front ends: no turn runs
+
+
+async def test_a_message_over_1_mib_is_refused_in_words(ref: SessionRef, tmp_path: Path) -> None:
+    c = controller(ref, tmp_path / "t.jsonl")
+    with pytest.raises(ControlRefused, match=r"^the message is larger than 1 MiB \(1048577 bytes\)"):
+        await c.send("m-1", "é" * (MAX_MESSAGE // 2) + "x")  # two bytes each
+    assert ref.get().pending_prompts() == []

@@ -16,7 +16,7 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
 from happy_launcher.web.devices import DeviceStore
 from tests.support.control import Envelopes, facts, running
@@ -219,3 +219,13 @@ def test_a_revocation_holds_against_a_server_writing_last_use(tmp_path: Path) ->
     assert server.verify(gone) is None and server.verify(kept) is not None
     assert [(d.name, d.last_seen) for d in cli.devices()] == [("laptop", 10**6)]
     assert not server.verify_id("nope")
+
+
+def test_a_message_over_1_mib_is_refused_in_words(server: WebServer, controller: FakeController) -> None:
+    token = pair(server)
+    status, answer = command(server, token, {"id": "big", "type": "send", "text": "x" * (MAX_MESSAGE + 1)})
+    assert status == 413 and answer["error"].startswith("the message is larger than 1 MiB"), answer
+    assert controller.sent == {}
+    quoted = '"line"\n' * (MAX_MESSAGE // 7)  # just under 1 MiB, but JSON escapes make its line longer
+    assert command(server, token, {"id": "fits", "type": "send", "text": quoted})[0] == 200
+    assert [text for _, text in controller.sent.values()] == [quoted]

@@ -18,6 +18,10 @@ class UsageError(HappyError):
     exit_code = 2
 
 
+class MessageTooLargeError(UsageError):
+    """A message to send is over the limit (`control_types.MAX_MESSAGE`)."""
+
+
 class InputFileError(UsageError):
     """A file named on the command line is missing or unreadable."""
 

@@ -103,7 +103,7 @@ def send(
         ),
     ] = None,
 ) -> None:
-    """Send a user message to a running session (TEXT, or stdin when TEXT is absent or -)."""
+    """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
     words = words or []
     if len(words) > 2:
         raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))

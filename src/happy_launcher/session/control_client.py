@@ -13,11 +13,17 @@ from typing import TypeVar
 
 import anyio
 
-from happy_launcher.errors import ControlError, ControlProtocolError, RequestRefusedError, SessionEndedError
+from happy_launcher.errors import (
+    ControlError,
+    ControlProtocolError,
+    MessageTooLargeError,
+    RequestRefusedError,
+    SessionEndedError,
+)
 from happy_launcher.session.control_link import Link, LinkClosed
 from happy_launcher.session.control_link import connect as connect_link
 from happy_launcher.session.control_socket import short_path
-from happy_launcher.session.control_types import InputMode, Mode
+from happy_launcher.session.control_types import InputMode, Mode, message_too_large
 from happy_launcher.session.control_wire import (
     PROTOCOL_VERSION,
     AbortRequest,
@@ -148,6 +154,9 @@ class ControlClient:
         return _expect(await self.request(StatusRequest(type="status", id=self._next_id())), StatusReply)
 
     async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> AcceptedReply:
+        """MessageTooLargeError, before anything is sent, for a message over 1 MiB."""
+        if (too_large := message_too_large(text)) is not None:
+            raise MessageTooLargeError(too_large)
         request = SendRequest(type="send", id=self._next_id(), message_id=message_id, text=text, mode=mode)
         return _expect(await self.request(request), AcceptedReply)
 

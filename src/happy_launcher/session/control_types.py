@@ -18,6 +18,18 @@ ShownMode = Literal["local", "remote", "headless"]
 SwitchOutcome = Literal["switched", "already-there"]  # what a `switch` did
 AbortOutcome = Literal["aborted", "no-turn"]  # what an `abort` did
 InputMode = Literal["inject", "switch"]  # how local mode takes a message (see SendRequest.mode)
+MAX_MESSAGE = 1 << 20  # bytes of UTF-8: the largest message `send` takes (README, control-protocol.md)
+
+
+def message_too_large(text: str) -> str | None:
+    """Why `text` cannot be sent, in words, when it is over MAX_MESSAGE; else None."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_MESSAGE:
+        return None
+    return (
+        f"the message is larger than 1 MiB ({size} bytes): shorten it, or write it to a file "
+        "and send a message that names the file"
+    )
 
 
 class ControlRefused(HappyError):

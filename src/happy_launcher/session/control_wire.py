@@ -96,7 +96,7 @@ class SendRequest(_Line):
     type: Literal["send"]
     id: RequestId
     message_id: str = Field(min_length=1, max_length=200, description="the client's id; a resend is a no-op")
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, description="at most 1 MiB of UTF-8 (else `refused`)")
     mode: Literal["inject", "switch"] | None = Field(
         default=None,
         description=(

@@ -27,6 +27,7 @@ from happy_launcher.session.control_types import (
     SessionFacts,
     ShownMode,
     SwitchOutcome,
+    message_too_large,
 )
 from happy_launcher.session.launcher import SessionRef
 
@@ -120,6 +121,8 @@ class SessionController:
     async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
         if not text.strip():
             raise ControlRefused("the message is empty: send some text")
+        if (too_large := message_too_large(text)) is not None:  # a client that did not check
+            raise ControlRefused(too_large)
         mode = mode or self._ref.remote_input
         if mode == "inject":
             problem = inject_problem(text)
