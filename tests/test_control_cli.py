@@ -14,11 +14,11 @@ import anyio
 import orjson
 import pytest
 
-from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TextEv, ToolCallStartEv
+from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds, TextEv, ToolCallStartEv
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
 from happy_launcher.session.control_socket import make_control_dir
-from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
 from happy_launcher.session.home import socket_path
 from happy_launcher.session.procs import ProcessId, this_process
 from happy_launcher.session.store import SessionStore
@@ -121,8 +121,14 @@ async def test_sessions_shows_a_dead_launcher_as_ended(tmp_path: Path) -> None:
 
 async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
     async with live_session(tmp_path) as controller:
-        assert (await happy(tmp_path, "switch", "--to", "remote")).returncode == 0
-        assert (await happy(tmp_path, "abort", "hs-alpha")).returncode == 0
+        switched = await happy(tmp_path, "switch", "--to", "remote")
+        again = await happy(tmp_path, "switch", "--to", "remote")
+        aborted = await happy(tmp_path, "abort", "hs-alpha")
+        assert [(d.returncode, d.stdout) for d in (switched, again, aborted)] == [
+            (0, b"switched to remote\n"),
+            (0, b"already in remote mode\n"),
+            (0, b"no turn is running\n"),
+        ]
         one_error_line(await happy(tmp_path, "approve"), "no permission request is pending")
         controller.request_permission(PendingRequest(id="perm-1", tool="Bash", input={}, title="Run ls"))
         assert (await happy(tmp_path, "approve")).stdout == b"allowed perm-1\n"
@@ -150,6 +156,13 @@ async def test_an_error_quoting_session_text_shows_its_escape_sequences(tmp_path
         done = await happy(tmp_path, "approve")
     one_error_line(done, "perm-1 (␛[2J␛]0;owned␇)")
     assert b"\x1b" not in done.stderr
+
+
+async def test_abort_of_a_running_turn_says_so(tmp_path: Path) -> None:
+    store_session(tmp_path, "hs-alpha", this_process(os.getpid()))
+    async with running(FakeController(facts(busy=True)), tmp_path):
+        done = await happy(tmp_path, "abort")
+    assert (done.returncode, done.stdout) == (0, b"aborted the running turn\n")
 
 
 async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: Path) -> None:
@@ -230,3 +243,65 @@ async def test_watch_shows_session_text_as_written_and_an_open_request_once(tmp_
         "agent    [bold]not bold[/bold] ␛[31mnot red",
         "agent    → Bash: [red]x[/red] ␛]0;owned␇",
     ]
+
+
+def ended_session(
+    home: Path, made: list[Envelope], session_id: str, cwd: Path, started_at: int
+) -> list[bytes]:
+    store = SessionStore.open(home)
+    try:
+        store.create_session(session_id, cwd=str(cwd), started_at=started_at, owner=None)
+        store.append_envelopes(session_id, made)
+        store.end_session(session_id, "completed", started_at + 1)
+    finally:
+        store.close()
+    return [env.to_json() + b"\n" for env in made]
+
+
+async def test_watch_without_a_session_takes_the_latest_of_this_directory(tmp_path: Path) -> None:
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    made = Envelopes()
+    ended_session(tmp_path, made.make(2), "hs-older", here, 1_000)
+    latest = ended_session(tmp_path, made.make(2), "hs-latest", here, 2_000)
+    ended_session(tmp_path, made.make(2), "hs-other", elsewhere, 3_000)  # later, but not here
+
+    async def watch(cwd: Path) -> subprocess.CompletedProcess[bytes]:
+        return await anyio.run_process(
+            [HAPPY, "watch", "--from-start", "--json"], cwd=cwd, env=env(tmp_path), check=False
+        )
+
+    done = await watch(here)
+    assert done.returncode == 0 and done.stdout == b"".join(latest), done.stderr
+    nowhere = await watch(tmp_path)
+    one_error_line(nowhere, f"none ran in {tmp_path}: name one")
+
+
+async def test_a_headless_run_is_listed_as_headless(tmp_path: Path) -> None:
+    store_session(tmp_path, "hs-alpha", this_process(os.getpid()))
+    async with running(FakeController(facts(mode="headless")), tmp_path):
+        done = await happy(tmp_path, "sessions", "--json")
+    assert [orjson.loads(line)["mode"] for line in done.stdout.splitlines()] == ["headless"]
+
+
+async def test_a_lone_mistyped_verb_is_not_sent_to_claude(tmp_path: Path) -> None:
+    # No Claude binary: a typo that went on to Claude would fail to find one instead.
+    environ = {**env(tmp_path), "HAPPY_CLAUDE_PATH": str(tmp_path / "no-claude"), "PATH": "/nonexistent"}
+    typo = await anyio.run_process([HAPPY, "sesions"], env=environ, check=False)
+    assert typo.returncode == 2 and typo.stderr == (
+        b"happy: did you mean `happy sessions`? (to ask Claude, use `happy claude sesions`)\n"
+    )
+    prompt = await anyio.run_process([HAPPY, "hello"], env=environ, check=False)
+    assert b"did you mean" not in prompt.stderr  # a word, not a typo: it goes to Claude
+
+
+async def test_send_of_a_message_over_1_mib_says_so(tmp_path: Path) -> None:
+    just_fits = '"quoted"\n' * (MAX_MESSAGE // 9)  # JSON escapes make its request line longer than 1 MiB
+    async with live_session(tmp_path) as controller:
+        fits = await happy(tmp_path, "send", "--id", "m-1", stdin=just_fits.encode())
+        too_large = await happy(tmp_path, "send", "--id", "m-2", stdin=b"x" * (MAX_MESSAGE + 1))
+    assert fits.returncode == 0, fits.stderr
+    assert too_large.returncode == 2
+    one_error_line(too_large, "the message is larger than 1 MiB")
+    assert list(controller.sent) == ["m-1"]

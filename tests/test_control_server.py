@@ -14,6 +14,7 @@ from happy_launcher.errors import ControlProtocolError, RequestRefusedError
 from happy_launcher.session import control_link
 from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
 from happy_launcher.session.control_fake import FakeController
+from happy_launcher.session.control_link import MAX_REQUEST_LINE
 from happy_launcher.session.control_server import ServerLimits, serve
 from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.session.control_wire import (
@@ -104,16 +105,18 @@ async def test_two_clients_sending_at_once_both_get_their_answers(tmp_path: Path
 
 
 async def test_switch_abort_and_a_refusal(tmp_path: Path) -> None:
-    controller = FakeController(facts())
+    controller = FakeController(facts(busy=True))
     async with running(controller, tmp_path) as path, connect(path) as client:
-        await client.switch("remote")
+        assert (await client.switch("remote")).outcome == "switched"
         assert (await client.hello()).session.mode == "remote"
-        await client.abort()
+        assert (await client.switch("remote")).outcome == "already-there"
+        assert (await client.abort()).outcome == "aborted"
+        assert (await client.abort()).outcome == "no-turn"
         controller.refuse_switch = "Claude is showing a dialog: answer it first"
         with pytest.raises(RequestRefusedError, match="answer it first"):
             await client.switch("local")
         assert (await client.status()).session.mode == "remote"  # the connection is still fine
-    assert controller.aborts == 1
+    assert controller.aborts == 2
 
 
 async def test_permission_requests_reach_subscribers_and_answers_settle_them(tmp_path: Path) -> None:
@@ -250,9 +253,10 @@ async def test_garbage_gets_error_replies_and_the_connection_stays_usable(tmp_pa
 
 async def test_an_oversized_line_is_refused_and_the_next_one_served(tmp_path: Path) -> None:
     async with running(FakeController(facts()), tmp_path) as path:
-        huge = b'{"type":"send","id":"big","message_id":"m","text":"' + b"x" * (1 << 20) + b'"}\n'
+        huge = b'{"type":"send","id":"big","message_id":"m","text":"' + b"x" * MAX_REQUEST_LINE + b'"}\n'
         replies = await raw_exchange(path, huge + b'{"type":"status","id":"after"}\n', 2)
     assert replies[0]["code"] == "too-long" and replies[1]["id"] == "after"
+    assert "a message to send is at most 1 MiB" in str(replies[0]["message"])
 
 
 async def test_a_stalled_reader_is_dropped_without_slowing_anyone(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.control_types import ControlRefused
+from happy_launcher.session.control_types import MAX_MESSAGE, ControlRefused, Mode
 from happy_launcher.session.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
 from tests.support.records import rec
@@ -121,3 +121,40 @@ async def test_a_continued_chain_says_nothing(ref: SessionRef, tmp_path: Path) -
         tg.cancel_scope.cancel()
     assert session.id is not None and session.store.continuity_break(session.id) is None
     assert c._chain is None  # decided: no check pending any more
+
+
+class StubFront:
+    """A front end in `mode`, running a turn while `busy`; `abort` ends it."""
+
+    def __init__(self, mode: Mode, *, busy: bool) -> None:
+        self.mode, self.busy, self.switches = mode, busy, 0
+
+    def check_inbound(self) -> None:
+        pass
+
+    def request_switch(self) -> None:
+        self.switches += 1
+
+    async def abort(self) -> None:
+        self.busy = False
+
+    def inbound(self) -> None:
+        pass
+
+
+async def test_switch_and_abort_say_what_they_did(ref: SessionRef, tmp_path: Path) -> None:
+    c = controller(ref, tmp_path / "t.jsonl")
+    front = ref.front = StubFront("local", busy=True)
+    assert await c.switch("local") == "already-there" and front.switches == 0
+    assert await c.switch("remote") == "switched" and front.switches == 1
+    assert await c.abort() == "aborted" and not front.busy
+    assert await c.abort() == "no-turn"
+    ref.front = None
+    assert await c.abort() == "no-turn"  # between front ends: no turn runs
+
+
+async def test_a_message_over_1_mib_is_refused_in_words(ref: SessionRef, tmp_path: Path) -> None:
+    c = controller(ref, tmp_path / "t.jsonl")
+    with pytest.raises(ControlRefused, match=r"^the message is larger than 1 MiB \(1048577 bytes\)"):
+        await c.send("m-1", "é" * (MAX_MESSAGE // 2) + "x")  # two bytes each
+    assert ref.get().pending_prompts() == []

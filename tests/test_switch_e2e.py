@@ -331,7 +331,8 @@ def test_a_headless_run_is_watched_but_takes_no_messages(cenv: ClaudeEnv, tmp_pa
         assert b'"use slow please"' in first
         refused = verb("send", "hello")
         assert refused.returncode != 0 and "takes no messages" in refused.stderr
-        assert "running" in verb("sessions").stdout
+        listed = verb("sessions").stdout
+        assert "running" in listed and " headless " in listed, listed
         out, _ = run.communicate(timeout=60)
         watched = watcher.stdout.read()  # to EOF: watch ends with the session (the test's timeout bounds it)
         assert watcher.wait(timeout=30) == 0

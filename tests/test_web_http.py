@@ -18,7 +18,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from happy_launcher.errors import UsageError
 from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
 from happy_launcher.web.body_limit import BODY_LIMIT
 from happy_launcher.web.devices import DeviceStore
@@ -305,3 +305,13 @@ def test_the_second_line_says_who_can_reach_the_page(server: WebServer) -> None:
     )
     assert both.returncode == 2
     assert both.stderr == "happy: --lan chooses the address itself: give --lan or --host, not both\n"
+
+
+def test_a_message_over_1_mib_is_refused_in_words(server: WebServer, controller: FakeController) -> None:
+    token = pair(server)
+    status, answer = command(server, token, {"id": "big", "type": "send", "text": "x" * (MAX_MESSAGE + 1)})
+    assert status == 413 and answer["error"].startswith("the message is larger than 1 MiB"), answer
+    assert controller.sent == {}
+    quoted = '"line"\n' * (MAX_MESSAGE // 7)  # just under 1 MiB, but JSON escapes make its line longer
+    assert command(server, token, {"id": "fits", "type": "send", "text": quoted})[0] == 200
+    assert [text for _, text in controller.sent.values()] == [quoted]

@@ -21,7 +21,9 @@ from typing import Any
 import anyio
 
 from happy_launcher.claude.binary import find_claude
+from happy_launcher.errors import unwrapped
 from happy_launcher.protocol import Envelope
+from happy_launcher.remote.options import check_remote_flags
 from happy_launcher.remote.permissions import DEFAULT_TIMEOUT, PermissionAnswer
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.core import Session
@@ -58,7 +60,9 @@ async def open_session(
     `claude_args`: more `claude` flags (see the README's table of what remote mode carries).
     `permission_timeout`: seconds a permission request waits for `answer` before it is denied
     (None: forever). `env` (default `os.environ`) is Claude's environment and names happy's home
-    (`HAPPY_HOME_DIR`) unless `home` is given."""
+    (`HAPPY_HOME_DIR`) unless `home` is given. Errors are `happy_launcher.errors.HappyError`s: a
+    refused flag or a bad value (`UsageError`) before anything starts, a flag Claude rejects
+    (`ClaudeRefusedError`)."""
     environ = dict(os.environ if env is None else env)
     workdir = _workdir(cwd)
     flags = list(claude_args)
@@ -66,9 +70,11 @@ async def open_session(
         flags += ["--permission-mode", permission_mode]
     if model is not None:
         flags += ["--model", model]
+    check_remote_flags(_Flags(tuple(flags)))  # before anything starts
     claude_id = resume if resume is not None else str(uuid.uuid4())
     state_dir = ensure_home(Path(home) if home is not None else happy_home(environ))
-    with Session(state_dir, workdir) as session:
+    # The caller gets happy's own error (HappyError), never the task groups' ExceptionGroup.
+    with unwrapped(), Session(state_dir, workdir) as session:
         async with connect(
             session,
             _Flags(tuple(flags)),

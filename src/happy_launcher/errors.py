@@ -1,5 +1,10 @@
 """One error hierarchy. Every message says what to do about it."""
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class HappyError(Exception):
     """Base of every error happy reports to the user (one line, exit code `exit_code`)."""
@@ -11,6 +16,10 @@ class UsageError(HappyError):
     """Bad command line or input file."""
 
     exit_code = 2
+
+
+class MessageTooLargeError(UsageError):
+    """A message to send is over the limit (`control_types.MAX_MESSAGE`)."""
 
 
 class InputFileError(UsageError):
@@ -78,3 +87,44 @@ class RequestRefusedError(ControlError):
 
 class ControlProtocolError(ControlError):
     """The other end of a control socket does not speak happy's control protocol."""
+
+
+class RemoteError(HappyError):
+    """Remote mode could not drive Claude."""
+
+
+class ClaudeRefusedError(UsageError):
+    """Claude exited before the session started: it refused its command line (a flag happy passed
+    on verbatim, a bad value), in its own words."""
+
+
+def unwrap(error: BaseException) -> BaseException:
+    """What a task group's ExceptionGroup stands for, where it reaches the user (CLI, API): its
+    only exception, or the first of several HappyErrors (depth first). A mix with anything else
+    stays a group: a bug's traceback is not hidden behind a one-line error."""
+    if not isinstance(error, BaseExceptionGroup):
+        return error
+    leaves = list(_leaves(error))
+    if len(leaves) == 1 or all(isinstance(leaf, HappyError) for leaf in leaves):
+        return leaves[0]
+    return error
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for inner in group.exceptions:
+        if isinstance(inner, BaseExceptionGroup):
+            yield from _leaves(inner)
+        else:
+            yield inner
+
+
+@contextmanager
+def unwrapped() -> Iterator[None]:
+    """Raise what a task group's ExceptionGroup stands for (see `unwrap`) instead of the group."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        inner = unwrap(group)
+        if inner is group:
+            raise
+        raise inner from None

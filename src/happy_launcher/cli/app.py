@@ -21,6 +21,23 @@ protocol_app = typer.Typer(help="The session protocol.", no_args_is_help=True)
 app.add_typer(protocol_app, name="protocol")
 
 
+def run_app(args: list[str]) -> int:
+    """Run the verbs; a bad command line is one line and exit 2, like every other error."""
+    try:
+        code = app(args, prog_name="happy", standalone_mode=False)
+    except typer.TyperException as error:  # click's: a bad option, argument or value
+        ctx = getattr(error, "ctx", None)
+        if type(error).__name__ == "NoArgsIsHelpError":  # as typer tells it (its class is private)
+            return error.exit_code  # `happy protocol`: its help is printed already
+        where = ctx.command_path if ctx is not None else "happy"
+        message = " ".join(error.format_message().split())  # click wraps some messages
+        typer.echo(f"{where}: {message} (see `{where} --help`)", err=True)
+        return error.exit_code
+    except typer.Abort:  # stdin closed at a prompt
+        return 1
+    return code if isinstance(code, int) else 0
+
+
 def fail(error: HappyError) -> typer.Exit:
     # An error can quote a session's text (a permission title): its escape sequences are shown.
     from happy_launcher.plain_text import visible

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from happy_launcher.claude.binary import find_claude
-from happy_launcher.errors import HappyError, StoreError, UsageError
+from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
 from happy_launcher.local.args import HELP, ClaudeArgs, is_uuid, parse_happy_claude_args
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.events_output import open_events_output
@@ -19,30 +19,39 @@ from happy_launcher.session.home import ensure_home, happy_home, run_dir
 
 def run(argv: Sequence[str]) -> int:
     try:
-        args = parse_happy_claude_args(argv)
-        if args.options.show_help:
-            sys.stdout.write(HELP)
-            return 0
-        env = dict(os.environ)
-        binary = find_claude(env)
-        if _asks_version(args):  # no session to mirror: step aside, Claude answers as itself
-            os.execve(binary, [str(binary), *args.passthrough], env)
-        _refuse_busy_session(args, env)
-        home = _usable_home(args, env)
-        events = open_events_output(args.options.events) if args.options.events is not None else None
-        cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
-        if args.options.remote:
-            return _run_remote(cfg)
-        # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
-        # is: no PTY, no terminal handling, byte for byte what `claude` would print.
-        if args.headless or not (os.isatty(0) and os.isatty(1)):
-            from happy_launcher.session.headless import run_headless
-
-            return run_headless(cfg)
-        return _run_tui(cfg)
+        with unwrapped():  # a task group's error is reported as itself
+            return _run(argv)
     except HappyError as error:
         sys.stderr.write(f"happy: {error}\n")
         return error.exit_code
+
+
+def _run(argv: Sequence[str]) -> int:
+    args = parse_happy_claude_args(argv)
+    if args.options.show_help:
+        sys.stdout.write(HELP)
+        return 0
+    if args.options.remote:  # a refused flag or a bad value: said before anything starts
+        from happy_launcher.remote.options import check_remote_flags
+
+        check_remote_flags(args)
+    env = dict(os.environ)
+    binary = find_claude(env)
+    if _asks_version(args):  # no session to mirror: step aside, Claude answers as itself
+        os.execve(binary, [str(binary), *args.passthrough], env)
+    _refuse_busy_session(args, env)
+    home = _usable_home(args, env)
+    events = open_events_output(args.options.events) if args.options.events is not None else None
+    cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
+    if args.options.remote:
+        return _run_remote(cfg)
+    # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
+    # is: no PTY, no terminal handling, byte for byte what `claude` would print.
+    if args.headless or not (os.isatty(0) and os.isatty(1)):
+        from happy_launcher.session.headless import run_headless
+
+        return run_headless(cfg)
+    return _run_tui(cfg)
 
 
 def _asks_version(args: ClaudeArgs) -> bool:
@@ -87,8 +96,10 @@ def _run_remote(cfg: LocalConfig) -> int:
     if cfg.home is None:
         raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
     log_to(cfg.home)
+    launcher = RemoteLauncher(cfg)
+    launcher.check()
     ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
-    run = functools.partial(run_controlled, ref, RemoteLauncher(cfg), mode="remote", cfg=cfg)
+    run = functools.partial(run_controlled, ref, launcher, mode="remote", cfg=cfg)
     return anyio.run(run).code
 
 

@@ -103,7 +103,7 @@ def send(
         ),
     ] = None,
 ) -> None:
-    """Send a user message to a running session (TEXT, or stdin when TEXT is absent or -)."""
+    """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
     words = words or []
     if len(words) > 2:
         raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))
@@ -123,12 +123,14 @@ def watch(
     from_start: Annotated[bool, typer.Option("--from-start", help="The whole history first.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Envelope JSON lines, exactly as stored.")] = False,
 ) -> None:
-    """Follow a session's envelopes until it ends (an ended session: its history)."""
+    """Follow a session's envelopes until it ends (an ended session: its history). Without SESSION:
+    the session of this directory (the running one, else the latest), else the only running one."""
     from happy_launcher.cli.watch_print import JsonLines, Pretty
 
     output = JsonLines() if as_json else Pretty()
+    here = str(Path.cwd())
     try:
-        _run(lambda home: verbs.watch(home, session, output, from_start=from_start))
+        _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here))
     except (BrokenPipeError, KeyboardInterrupt):
         raise typer.Exit(0) from None
 
@@ -137,13 +139,17 @@ def switch(
     session: SessionArg = None,
     to: Annotated[Target, typer.Option("--to", help="The front end to move the session to.")] = Target.remote,
 ) -> None:
-    """Move a running session to local (the TUI) or remote mode."""
-    _run(lambda home: verbs.switch(home, session, to.value))
+    """Move a running session to local (the TUI) or remote mode. Says what it did: "switched to
+    remote", or "already in remote mode" (exit 0 for both)."""
+    done = _run(lambda home: verbs.switch(home, session, to.value))
+    typer.echo(f"already in {to.value} mode" if done == "already-there" else f"switched to {to.value}")
 
 
 def abort(session: SessionArg = None) -> None:
-    """End the running turn of a session (cancelled)."""
-    _run(lambda home: verbs.abort(home, session))
+    """End the running turn of a session (cancelled). Says what it did: "aborted the running turn",
+    or "no turn is running" (exit 0 for both)."""
+    done = _run(lambda home: verbs.abort(home, session))
+    typer.echo("no turn is running" if done == "no-turn" else "aborted the running turn")
 
 
 RequestArg = Annotated[

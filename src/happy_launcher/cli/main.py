@@ -17,16 +17,27 @@ VERBS = frozenset(
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 1 and not args[0].startswith("-"):
+        _refuse_a_mistyped_verb(args[0])
     if not args or args[0] not in VERBS:
         # Claude's flags, parsed by us (not by typer): Claude's start-up must not wait for typer.
         from happy_launcher.cli.claude_cmd import run
 
         _exit_at_once(run(args[1:] if args and args[0] == "claude" else args))
-    from happy_launcher.cli.app import app
+    from happy_launcher.cli.app import run_app
 
     if args[0] == "help":  # like `git help`: the overview (`happy claude help` still asks Claude)
         args[0] = "--help"
-    app(args, prog_name="happy")
+    sys.exit(run_app(args))
+
+
+def _refuse_a_mistyped_verb(word: str) -> None:
+    from happy_launcher.cli.suggest import mistyped_verb
+
+    verb = mistyped_verb(word, sorted(v for v in VERBS | {"claude"} if not v.startswith("-")))
+    if verb is not None:
+        sys.stderr.write(f"happy: did you mean `happy {verb}`? (to ask Claude, use `happy claude {word}`)\n")
+        _exit_at_once(2)
 
 
 def _exit_at_once(code: int) -> None:

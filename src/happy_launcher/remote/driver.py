@@ -38,17 +38,14 @@ from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.sdk_items import Partial, SessionStarted
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import make_watcher
-from happy_launcher.errors import HappyError
+from happy_launcher.errors import RemoteError
 from happy_launcher.protocol import TurnStatus
+from happy_launcher.remote.claude_stderr import ClaudeStderr
 
 _log = logging.getLogger(__name__)
 INTERRUPT_GRACE = 5.0  # seconds Claude gets to end an interrupted turn before we end it ourselves
 # Seconds a prompt waits for its record on disk (2-183 ms measured) before its turn goes on.
 TAKE_TIMEOUT = 30.0
-
-
-class RemoteError(HappyError):
-    """Remote mode could not drive Claude."""
 
 
 class MirrorPort(QueueTarget, Protocol):
@@ -134,6 +131,8 @@ class RemoteDriver:
     ) -> None:
         self._session = session
         self._options = options
+        self._stderr = ClaudeStderr()
+        options.stderr = self._stderr.line
         self._transcript = transcript
         self.claude_session_id = claude_session_id
         self._on_partial = on_partial
@@ -172,12 +171,22 @@ class RemoteDriver:
             self._watcher.close()
 
     async def _serve(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        try:
+            await self._connected(task_status)
+        except Exception as exc:
+            failure = self._stderr.failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         async with ClaudeSDKClient(self._options) as client, anyio.create_task_group() as tg:
             self._client = client
             try:
                 tg.start_soon(self._read, client)
                 tg.start_soon(self._scanner.run, self._from_transcript)
                 task_status.started()
+                self._stderr.started()
                 await self._stopping.wait()
                 if self.busy:  # never a bare disconnect of a busy client: it waits for the turn
                     await self._interrupt(client)

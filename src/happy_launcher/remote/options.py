@@ -32,6 +32,7 @@ __all__ = [
     "DroppedFlag",
     "PassThrough",
     "RemoteOptions",
+    "check_remote_flags",
     "flag_policy",
     "remote_options",
 ]
@@ -91,6 +92,16 @@ def remote_options(
         include_partial_messages=True,
         forward_subagent_text=True,
     )
+    return RemoteOptions(opts, _from_flags(opts, args))
+
+
+def check_remote_flags(args: PassThrough) -> None:
+    """Raise :class:`UsageError` for a flag remote mode refuses or a bad value, before anything starts."""
+    _from_flags(ClaudeAgentOptions(), args)
+
+
+def _from_flags(opts: ClaudeAgentOptions, args: PassThrough) -> tuple[DroppedFlag, ...]:
+    """Set ``opts`` from the pass-through flags; the flags left out."""
     flags = split_flags(args.passthrough, args.prompt_positions)
     dropped: list[DroppedFlag] = []
     for flag in flags:
@@ -98,7 +109,7 @@ def remote_options(
     _system_prompt(opts, flags)
     if any(f.name == "--dangerously-skip-permissions" for f in flags):
         opts.permission_mode = "bypassPermissions"
-    return RemoteOptions(opts, tuple(dropped))
+    return tuple(dropped)
 
 
 Policy = Literal["sdk", "verbatim", "set", "ignored", "refused"]

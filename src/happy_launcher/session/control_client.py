@@ -13,11 +13,17 @@ from typing import TypeVar
 
 import anyio
 
-from happy_launcher.errors import ControlError, ControlProtocolError, RequestRefusedError, SessionEndedError
+from happy_launcher.errors import (
+    ControlError,
+    ControlProtocolError,
+    MessageTooLargeError,
+    RequestRefusedError,
+    SessionEndedError,
+)
 from happy_launcher.session.control_link import Link, LinkClosed
 from happy_launcher.session.control_link import connect as connect_link
 from happy_launcher.session.control_socket import short_path
-from happy_launcher.session.control_types import InputMode, Mode
+from happy_launcher.session.control_types import InputMode, Mode, message_too_large
 from happy_launcher.session.control_wire import (
     PROTOCOL_VERSION,
     AbortRequest,
@@ -29,6 +35,7 @@ from happy_launcher.session.control_wire import (
     HelloReply,
     HelloRequest,
     LineSplitter,
+    OkReply,
     Reply,
     SendRequest,
     StatusReply,
@@ -147,14 +154,19 @@ class ControlClient:
         return _expect(await self.request(StatusRequest(type="status", id=self._next_id())), StatusReply)
 
     async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> AcceptedReply:
+        """MessageTooLargeError, before anything is sent, for a message over 1 MiB."""
+        if (too_large := message_too_large(text)) is not None:
+            raise MessageTooLargeError(too_large)
         request = SendRequest(type="send", id=self._next_id(), message_id=message_id, text=text, mode=mode)
         return _expect(await self.request(request), AcceptedReply)
 
-    async def switch(self, to: Mode) -> None:
-        await self.request(SwitchRequest(type="switch", id=self._next_id(), to=to))
+    async def switch(self, to: Mode) -> OkReply:
+        """Its `outcome`: `switched` or `already-there` (None from an older happy)."""
+        return _expect(await self.request(SwitchRequest(type="switch", id=self._next_id(), to=to)), OkReply)
 
-    async def abort(self) -> None:
-        await self.request(AbortRequest(type="abort", id=self._next_id()))
+    async def abort(self) -> OkReply:
+        """Its `outcome`: `aborted` or `no-turn` (None from an older happy)."""
+        return _expect(await self.request(AbortRequest(type="abort", id=self._next_id())), OkReply)
 
     async def answer(self, request_id: str, allow: bool, message: str | None = None) -> None:
         await self.request(

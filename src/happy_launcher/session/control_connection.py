@@ -114,7 +114,10 @@ class _Connection:
 
     async def _answer(self, line: bytes | None, tg: TaskGroup) -> Reply | None:
         if line is None:
-            message = f"a request is at most {self._limits.max_line} bytes: this line was skipped"
+            message = (
+                f"the request is larger than {self._limits.max_line} bytes (a message to send is at "
+                "most 1 MiB): this line was skipped"
+            )
             return ErrorReply(id=None, code="too-long", message=message)
         if not line.strip():
             return None  # a blank line (`nc` users): nothing asked
@@ -147,9 +150,9 @@ class _Connection:
             case SendRequest(message_id=message_id, text=text, mode=mode):
                 return AcceptedReply.of(request.id, await controller.send(message_id, text, mode))
             case SwitchRequest(to=to):
-                await controller.switch(to)
+                return OkReply(id=request.id, outcome=await controller.switch(to))
             case AbortRequest():
-                await controller.abort()
+                return OkReply(id=request.id, outcome=await controller.abort())
             case AnswerRequest(request_id=request_id, allow=allow, message=message):
                 controller.answer(request_id, allow, message)
             case AskPermissionRequest():

@@ -79,6 +79,24 @@ def resolve(views: list[SessionView], selector: str | None) -> SessionView:
     return matches[0]
 
 
+def resolve_here(views: list[SessionView], selector: str | None, cwd: str) -> SessionView:
+    """For the verbs that read history (`watch`): with none named, the session of directory `cwd`
+    (its running one, else the one started last), else the only running one."""
+    if selector is not None:
+        return resolve(views, selector)
+    here = [view for view in views if view.cwd == cwd]  # running first, then the latest
+    if sum(view.running for view in here) > 1:
+        return resolve(here, None)  # says which are running here: name one
+    if here:
+        return here[0]
+    try:
+        return resolve(views, None)
+    except NoSuchSessionError:
+        raise NoSuchSessionError(
+            f"no happy session is running, and none ran in {cwd}: name one (`happy sessions` lists them)"
+        ) from None
+
+
 def _starts(value: str | None, prefix: str) -> bool:
     return value is not None and value.startswith(prefix)
 

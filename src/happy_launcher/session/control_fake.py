@@ -11,6 +11,7 @@ import anyio
 
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.control_types import (
+    AbortOutcome,
     Accepted,
     CommitSubscriber,
     ControlRefused,
@@ -20,6 +21,7 @@ from happy_launcher.session.control_types import (
     PendingRequest,
     PermissionWatcher,
     SessionFacts,
+    SwitchOutcome,
 )
 
 
@@ -96,13 +98,21 @@ class FakeController:
         self.modes[message_id] = mode
         return accepted
 
-    async def switch(self, to: Mode) -> None:
+    async def switch(self, to: Mode) -> SwitchOutcome:
         if self.refuse_switch is not None:
             raise ControlRefused(self.refuse_switch)
+        if self._facts.mode == to:
+            return "already-there"
         self._facts = replace(self._facts, mode=to)
+        return "switched"
 
-    async def abort(self) -> None:
+    async def abort(self) -> AbortOutcome:
+        """Ends the turn when `facts().busy` (then idle), as the session would."""
         self.aborts += 1
+        if not self._facts.busy:
+            return "no-turn"
+        self._facts = replace(self._facts, busy=False)
+        return "aborted"
 
     def pending_permissions(self) -> list[PendingRequest]:
         return list(self._pending.values())

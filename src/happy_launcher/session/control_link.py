@@ -15,7 +15,9 @@ import anyio
 
 _RECEIVE = 1 << 16
 # The server's limits, here (light to import) so that the listener loads no more than this.
-MAX_REQUEST_LINE = 1 << 20  # bytes, newline excluded: a request is small; a megabyte is generous
+# Bytes, newline excluded: room for a `send` of the largest message (control_types.MAX_MESSAGE, 1 MiB)
+# with its JSON escapes (a quote or a line break takes two bytes).
+MAX_REQUEST_LINE = 3 << 20
 OUTBOX_LIMIT = 8 << 20  # bytes queued for one client before it is dropped
 DROP_GRACE = 2.0  # seconds a dropped client has to read its `dropped` line
 

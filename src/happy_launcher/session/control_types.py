@@ -13,7 +13,23 @@ from happy_launcher.errors import HappyError
 from happy_launcher.protocol import Envelope
 
 Mode = Literal["local", "remote"]
+# What clients see: a headless run (`-p`, no terminal) drives Claude on happy's stdio, in neither mode.
+ShownMode = Literal["local", "remote", "headless"]
+SwitchOutcome = Literal["switched", "already-there"]  # what a `switch` did
+AbortOutcome = Literal["aborted", "no-turn"]  # what an `abort` did
 InputMode = Literal["inject", "switch"]  # how local mode takes a message (see SendRequest.mode)
+MAX_MESSAGE = 1 << 20  # bytes of UTF-8: the largest message `send` takes (README, control-protocol.md)
+
+
+def message_too_large(text: str) -> str | None:
+    """Why `text` cannot be sent, in words, when it is over MAX_MESSAGE; else None."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_MESSAGE:
+        return None
+    return (
+        f"the message is larger than 1 MiB ({size} bytes): shorten it, or write it to a file "
+        "and send a message that names the file"
+    )
 
 
 class ControlRefused(HappyError):
@@ -25,7 +41,7 @@ class ControlRefused(HappyError):
 class SessionFacts:
     happy_session_id: str | None  # None until Claude has named its session (first hook)
     claude_session_id: str | None
-    mode: Mode
+    mode: ShownMode
     cwd: str
     pid: int
     started_at: int  # ms since the epoch
@@ -96,13 +112,13 @@ class Controller(Protocol):
         stored, before Claude has taken it."""
         ...
 
-    async def switch(self, to: Mode) -> None:
-        """Move the session to the other front end; returns once the switch has started (a
-        no-op when already there). ControlRefused when it cannot be done."""
+    async def switch(self, to: Mode) -> SwitchOutcome:
+        """Move the session to the other front end; returns once the switch has started
+        (`switched`), or at once when it is there already. ControlRefused when it cannot be done."""
         ...
 
-    async def abort(self) -> None:
-        """End the running turn `cancelled`; a no-op when idle."""
+    async def abort(self) -> AbortOutcome:
+        """End the running turn `cancelled` (`aborted`); `no-turn` when idle (nothing done)."""
         ...
 
     def pending_permissions(self) -> list[PendingRequest]: ...

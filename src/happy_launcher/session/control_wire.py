@@ -34,7 +34,9 @@ class Facts(_Line):
 
     happy_session_id: str | None = Field(description="null until Claude has named its session")
     claude_session_id: str | None
-    mode: Literal["local", "remote"]
+    mode: Literal["local", "remote", "headless"] = Field(
+        description="headless: Claude runs on happy's stdio (`-p`, no terminal): watched, not driven"
+    )
     cwd: str
     pid: int
     started_at: int = Field(description="ms since the epoch")
@@ -94,7 +96,7 @@ class SendRequest(_Line):
     type: Literal["send"]
     id: RequestId
     message_id: str = Field(min_length=1, max_length=200, description="the client's id; a resend is a no-op")
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, description="at most 1 MiB of UTF-8 (else `refused`)")
     mode: Literal["inject", "switch"] | None = Field(
         default=None,
         description=(
@@ -181,6 +183,12 @@ class OkReply(_Line):
 
     type: Literal["ok"] = "ok"
     id: str
+    outcome: Literal["switched", "already-there", "aborted", "no-turn"] | None = Field(
+        default=None,
+        description="what a `switch` or an `abort` did: `switched` (the switch has started), "
+        "`already-there` (the session is in that mode: nothing done), `aborted` (the running turn "
+        "ends `cancelled`), `no-turn` (no turn was running: nothing done); null for the others",
+    )
 
 
 class AcceptedReply(_Line):

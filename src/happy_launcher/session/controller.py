@@ -15,6 +15,7 @@ from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.session.continuity import ChainMark, check, mark
 from happy_launcher.session.control_types import (
+    AbortOutcome,
     Accepted,
     CommitSubscriber,
     ControlRefused,
@@ -24,6 +25,9 @@ from happy_launcher.session.control_types import (
     PendingRequest,
     PermissionWatcher,
     SessionFacts,
+    ShownMode,
+    SwitchOutcome,
+    message_too_large,
 )
 from happy_launcher.session.launcher import SessionRef
 
@@ -38,13 +42,13 @@ class SessionController:
         self,
         ref: SessionRef,
         *,
-        mode: Mode,
+        mode: ShownMode,
         pid: int,
         transcript: Callable[[str], Path],
         clock: Clock = wall_clock_ms,
     ) -> None:
         self._ref = ref
-        self._mode = mode
+        self._mode: ShownMode = mode
         self._pid = pid
         self._transcript = transcript
         self._clock = clock
@@ -117,6 +121,8 @@ class SessionController:
     async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
         if not text.strip():
             raise ControlRefused("the message is empty: send some text")
+        if (too_large := message_too_large(text)) is not None:  # a client that did not check
+            raise ControlRefused(too_large)
         mode = mode or self._ref.remote_input
         if mode == "inject":
             problem = inject_problem(text)
@@ -131,17 +137,22 @@ class SessionController:
             front.inbound()  # between launchers: the next one delivers what is pending
         return accepted
 
-    async def switch(self, to: Mode) -> None:
+    async def switch(self, to: Mode) -> SwitchOutcome:
         front = self._ref.front
         if front is None:
             raise ControlRefused("the session is between front ends (switching): try again in a moment")
-        if front.mode != to:
-            front.request_switch()
+        if front.mode == to:
+            return "already-there"
+        front.request_switch()
+        return "switched"
 
-    async def abort(self) -> None:
+    async def abort(self) -> AbortOutcome:
         front = self._ref.front
-        if front is not None:
-            await front.abort()
+        if front is None:
+            return "no-turn"
+        busy = front.busy
+        await front.abort()  # idle: a no-op, or a refusal (a watch-only run)
+        return "aborted" if busy else "no-turn"
 
     def pending_permissions(self) -> list[PendingRequest]:
         return [_pending(request) for request in self._ref.permissions.pending]

@@ -83,7 +83,7 @@ async def _mirror_until_exit(
     async with anyio.create_task_group() as served:
         # Watched like any session (`happy watch`, `happy sessions`); Claude reads our stdin only.
         ref.front = WatchOnlyFront(ref)
-        await served.start(serve_control, make_controller(ref, cfg, mode="local"), ref, stop)
+        await served.start(serve_control, make_controller(ref, cfg, mode="headless"), ref, stop)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(tracking.run)

@@ -24,3 +24,6 @@ def log_to(home: Path) -> None:
     root = logging.getLogger("happy_launcher")
     root.addHandler(handler)
     root.setLevel(logging.INFO)
+    # The SDK's own errors too: else Python prints them on the terminal, which is Claude's (or
+    # happy's one-line error's).
+    logging.getLogger("claude_agent_sdk").addHandler(handler)

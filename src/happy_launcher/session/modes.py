@@ -13,7 +13,7 @@ import anyio.abc
 
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.control_types import Mode
+from happy_launcher.session.control_types import Mode, ShownMode
 from happy_launcher.session.controller import SessionController
 from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
 from happy_launcher.session.loop import run_session
@@ -55,7 +55,7 @@ async def run_controlled(
     return exit
 
 
-def make_controller(ref: SessionRef, cfg: LocalConfig, *, mode: Mode) -> SessionController:
+def make_controller(ref: SessionRef, cfg: LocalConfig, *, mode: ShownMode) -> SessionController:
     transcript = functools.partial(transcript_path, cfg.env, cfg.cwd)
     return SessionController(ref, mode=mode, pid=os.getpid(), transcript=transcript)
 

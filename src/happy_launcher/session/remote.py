@@ -99,6 +99,13 @@ class RemoteLauncher:
         self._cfg = cfg
         self._resume = resume
         self._screen: ScreenLink | None = None
+        self._start: tuple[str, bool] | None = None
+
+    def check(self) -> None:
+        """Refuse, before anything starts, the session remote mode cannot run: a fork, a resume by
+        title, nothing to continue (UsageError). (Its flags: `check_remote_flags`.)"""
+        if self._resume is None:
+            self._start = _claude_session(self._cfg)
 
     async def run(self, session: SessionRef | None) -> LauncherExit:
         cfg = self._cfg
@@ -108,7 +115,7 @@ class RemoteLauncher:
             claude_id, resume = self._resume, transcript_path(cfg.env, cfg.cwd, self._resume).exists()
             prompt = None
         else:
-            claude_id, resume = _claude_session(cfg)
+            claude_id, resume = self._start or _claude_session(cfg)
             prompt = " ".join(cfg.args.prompt) or None
         async with connect(
             session.get(),

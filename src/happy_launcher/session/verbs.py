@@ -11,7 +11,7 @@ from typing import Protocol
 
 from happy_launcher.errors import NoSuchSessionError, RequestRefusedError, SessionEndedError
 from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
-from happy_launcher.session.control_discovery import SessionView, discover, resolve
+from happy_launcher.session.control_discovery import SessionView, discover, resolve, resolve_here
 from happy_launcher.session.control_types import InputMode, Mode
 from happy_launcher.session.control_wire import AcceptedReply, Dropped, Event
 from happy_launcher.session.store import DB_NAME, SessionStore
@@ -42,14 +42,16 @@ async def send(
         return await client.send(message_id, text, mode)
 
 
-async def switch(home: Path, selector: str | None, to: Mode) -> None:
+async def switch(home: Path, selector: str | None, to: Mode) -> str | None:
+    """What the session did: `switched`, `already-there` (None: an older happy did not say)."""
     async with _running(home, selector) as client:
-        await client.switch(to)
+        return (await client.switch(to)).outcome
 
 
-async def abort(home: Path, selector: str | None) -> None:
+async def abort(home: Path, selector: str | None) -> str | None:
+    """What the session did: `aborted`, `no-turn` (None: an older happy did not say)."""
     async with _running(home, selector) as client:
-        await client.abort()
+        return (await client.abort()).outcome
 
 
 async def answer(
@@ -84,11 +86,11 @@ class WatchOutput(Protocol):
     def event(self, event: Event) -> None: ...
 
 
-async def watch(home: Path, selector: str | None, output: WatchOutput, *, from_start: bool) -> None:
+async def watch(home: Path, selector: str | None, output: WatchOutput, *, from_start: bool, cwd: str) -> None:
     """Print a session's envelopes (its history with `from_start`), live until it ends; an ended
     session's history comes from the store. A drop (a reader too slow) is caught up from the last
-    seq received, on a new connection."""
-    view = resolve(await discover(home), selector)
+    seq received, on a new connection. None named: the session of directory `cwd` (`resolve_here`)."""
+    view = resolve_here(await discover(home), selector, cwd)
     last: int | None = 0 if from_start or not view.running else None
     happy_id = view.happy_id
     while view.running and view.socket is not None:

@@ -9,9 +9,11 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# The control socket takes a request line of at most 1 MiB (control_link.MAX_REQUEST_LINE): a
-# larger command could not be passed on anyway.
-BODY_LIMIT = 1 << 20
+from ..session.control_link import MAX_REQUEST_LINE
+
+# A larger command could not be passed on to the control socket anyway (a 1 MiB message fits in
+# it with its JSON escapes).
+BODY_LIMIT = MAX_REQUEST_LINE
 
 
 class _TooLarge(Exception):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from happy_launcher.errors import (
     ControlError,
+    MessageTooLargeError,
     NoSuchSessionError,
     RequestRefusedError,
     SessionEndedError,
@@ -39,7 +40,7 @@ class _Command(BaseModel):
 
 class Send(_Command):
     type: Literal["send"]
-    text: Annotated[str, Field(min_length=1, max_length=1 << 19)]
+    text: Annotated[str, Field(min_length=1)]  # at most 1 MiB: the control client says so
 
 
 class Answer(_Command):
@@ -127,6 +128,8 @@ async def _perform(device: str, view: SessionView, command: Send | Answer | Swit
     try:
         async with connect(view.socket) as client:
             return 200, await _apply(device, client, command)
+    except MessageTooLargeError as exc:
+        return 413, {"error": str(exc)}
     except RequestRefusedError as exc:
         return 409, {"error": str(exc)}
     except SessionEndedError as exc:
