@@ -41,7 +41,8 @@ OFFLINE_VARS: dict[str, str] = {
 }
 
 # Inherited from the caller's environment (everything else is dropped: no stray ANTHROPIC_* or CLAUDE_*).
-_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+# PYTHONPATH: the `happy` under test is the one whose sources the test runs with.
+_PASSTHROUGH = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
 def find_claude_binary() -> Path:
