@@ -342,3 +342,43 @@ def test_a_headless_run_is_watched_but_takes_no_messages(cenv: ClaudeEnv, tmp_pa
     got = [orjson.loads(line) for line in (first + watched).splitlines()]
     assert [(e["ev"]["t"], e["id"]) for e in got] == [(e["ev"]["t"], e["id"]) for e in envelopes]
     assert got == envelopes
+
+
+def claude_id_of_the_run(t: HappyTui) -> str:
+    """The Claude session id the running session is bound to (from the store, once it is)."""
+    found: list[str] = []
+
+    def bound() -> bool:
+        with SessionStore.open(t.home) as store:
+            found[:] = [s.claude_session_id for s in store.list_sessions() if s.claude_session_id]
+        return bool(found)
+
+    t.wait(bound, 30, "the session bound to its Claude session")
+    return found[0]
+
+
+@pytest.mark.parametrize("start", ["remote", "local"])
+def test_back_to_the_tui_before_any_prompt_on_the_same_session(
+    tui: Any, cenv: ClaudeEnv, tmp_path: Path, start: str
+) -> None:
+    """Remote mode before the first prompt: no transcript to resume, so the TUI starts the session
+    under its id (issue 16 §2b)."""
+    if start == "remote":
+        t: HappyTui = tui("--happy-remote")
+    else:
+        t = tui()
+        t.wait_ready()
+        assert happy(t, "switch", "--to", "remote").returncode == 0
+    t.expect_screen("remote")
+    claude_id = claude_id_of_the_run(t)
+    mark = len(t.seen)
+    switched = happy(t, "switch", "--to", "local")
+    assert switched.returncode == 0, switched.stderr
+    wait_tui_ready(t, mark)
+    t.submit("hello local one")
+    t.wait_turn_end(1)
+    assert t.exit() == 0
+    session, envelopes = ended_cleanly(t, cenv, tmp_path / "home")
+    assert session.status == "completed" and session.claude_session_id == claude_id
+    assert texts(envelopes, "user") == ["hello local one"]
+    assert texts(envelopes, "agent") == ["Echo: hello local one"]

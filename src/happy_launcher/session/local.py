@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.paths import project_dir
+from happy_launcher.claude.paths import project_dir, transcript_path
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
@@ -74,7 +74,11 @@ class LocalLauncher:
         """Spawn Claude (with our hook when the run is mirrored), without an event loop; `run`
         takes it over. `close` ends what `run` never took over."""
         cfg = self._cfg
-        launch = launch_plan(cfg.args.intent) if self._resume is None else relaunch(self._resume)
+        if self._resume is None:
+            launch = launch_plan(cfg.args.intent)
+        else:
+            started = transcript_path(cfg.env, cfg.cwd, self._resume).exists()
+            launch = relaunch(self._resume, has_transcript=started)
         settings, hook_events = cfg.args.user_settings, None
         if cfg.home is not None:
             channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
