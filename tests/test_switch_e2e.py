@@ -382,3 +382,54 @@ def test_back_to_the_tui_before_any_prompt_on_the_same_session(
     assert session.status == "completed" and session.claude_session_id == claude_id
     assert texts(envelopes, "user") == ["hello local one"]
     assert texts(envelopes, "agent") == ["Echo: hello local one"]
+
+
+def ours(home: Path) -> list[int]:
+    """The processes still running with this test's happy home in their environment."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if f"HAPPY_HOME_DIR={home}".encode() in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("start", "to", "sig", "in_the_gap"),
+    [
+        pytest.param("local", "remote", signal.SIGTERM, False, id="to-remote-SIGTERM-at-once"),
+        pytest.param("local", "remote", signal.SIGHUP, True, id="to-remote-SIGHUP-once-the-TUI-is-gone"),
+        pytest.param("remote", "local", signal.SIGTERM, False, id="to-local-SIGTERM-at-once"),
+        pytest.param("remote", "local", signal.SIGHUP, True, id="to-local-SIGHUP-once-the-SDK-is-gone"),
+    ],
+)
+def test_a_signal_during_a_switch_ends_happy_as_anywhere_else(
+    tui: Any, cenv: ClaudeEnv, tmp_path: Path, start: str, to: str, sig: signal.Signals, in_the_gap: bool
+) -> None:
+    """Issue 16 §2a: the switch is abandoned, Claude stopped, the turn and the session end
+    `cancelled`, the socket removed, the terminal restored, and happy exits 128 + n."""
+    home = tmp_path / "home"
+    t: HappyTui = tui("--happy-remote") if start == "remote" else tui()
+    if start == "remote":
+        t.expect_screen("remote")
+        t.child.send("use slow please\r")
+    else:
+        t.wait_ready()
+        t.submit("use slow please")
+    t.expect_screen("word2")  # mid-turn
+    pid, front = t.happy_pid(), t.front_pid()
+    switched = happy(t, "switch", "--to", to)
+    assert switched.returncode == 0, switched.stderr
+    if in_the_gap:  # the old front end is gone; the new one may still be starting
+        assert wait_pid_gone(front, 15)
+    os.kill(pid, sig)
+    assert t.wait_exit(timeout=15) == 128 + sig
+    assert t.stty_after == t.stty_before
+    session, envelopes = stored(home)
+    assert session.status == "cancelled"
+    assert turn_ends(envelopes) == ["cancelled"]
+    assert not socket_path(home, pid).exists()
+    assert all(wait_pid_gone(left, 5) for left in ours(home)), "a Claude outlived happy"

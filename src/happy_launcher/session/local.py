@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from happy_launcher.local.exits import ChildExit
     from happy_launcher.local.pty_session import PtySession
+    from happy_launcher.local.terminal import SignalReceiver
     from happy_launcher.session.launcher import LauncherExit, SessionRef
     from happy_launcher.session.tracking import TrackerFactory, Tracking
 
@@ -127,7 +128,7 @@ class LocalLauncher:
                     tg.start_soon(front.serve, pty)
 
             try:
-                child = await _run(self._cfg, self._started, beside, screen.observe)
+                child = await _run(self._cfg, self._started, beside, screen.observe, session.receive_signals)
             finally:
                 session.front = None
                 tracking.finish()
@@ -171,7 +172,10 @@ async def _run(
     started: _Started,
     beside: Callable[[PtySession], Awaitable[None]] | None,
     on_output: Callable[[bytes], None] | None = None,
+    signals: SignalReceiver | None = None,
 ) -> ChildExit:
+    import anyio
+
     from happy_launcher.local.passthrough import run_passthrough  # heavy: after the spawn
 
     try:
@@ -184,6 +188,7 @@ async def _run(
             on_started=beside,
             on_output=on_output,
             started=started.pty,
+            signals=signals or anyio.open_signal_receiver,
         )
     except OSError as exc:
         raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
