@@ -407,11 +407,10 @@ def ours(home: Path) -> list[int]:
     ],
 )
 def test_a_signal_during_a_switch_ends_happy_as_anywhere_else(
-    tui: Any, cenv: ClaudeEnv, tmp_path: Path, start: str, to: str, sig: signal.Signals, in_the_gap: bool
+    tui: Any, start: str, to: str, sig: signal.Signals, in_the_gap: bool
 ) -> None:
     """Issue 16 §2a: the switch is abandoned, Claude stopped, the turn and the session end
     `cancelled`, the socket removed, the terminal restored, and happy exits 128 + n."""
-    home = tmp_path / "home"
     t: HappyTui = tui("--happy-remote") if start == "remote" else tui()
     if start == "remote":
         t.expect_screen("remote")
@@ -426,10 +425,28 @@ def test_a_signal_during_a_switch_ends_happy_as_anywhere_else(
     if in_the_gap:  # the old front end is gone; the new one may still be starting
         assert wait_pid_gone(front, 15)
     os.kill(pid, sig)
+    ended_by_signal(t, pid, sig)
+
+
+def ended_by_signal(t: HappyTui, pid: int, sig: signal.Signals) -> None:
+    """happy (`pid`) got `sig`: it exits 128 + n within a bound, the terminal as it was, the turn
+    and the session ended `cancelled`, its socket removed, no Claude of it left running."""
     assert t.wait_exit(timeout=15) == 128 + sig
     assert t.stty_after == t.stty_before
-    session, envelopes = stored(home)
+    session, envelopes = stored(t.home)
     assert session.status == "cancelled"
     assert turn_ends(envelopes) == ["cancelled"]
-    assert not socket_path(home, pid).exists()
-    assert all(wait_pid_gone(left, 5) for left in ours(home)), "a Claude outlived happy"
+    assert not socket_path(t.home, pid).exists()
+    assert all(wait_pid_gone(left, 5) for left in ours(t.home)), "a Claude outlived happy"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_in_remote_mode_mid_turn_ends_happy(tui: Any, sig: signal.Signals) -> None:
+    t: HappyTui = tui("--happy-remote")
+    t.expect_screen("remote")
+    t.child.send("use slow please\r")
+    t.expect_screen("word2")
+    pid = t.happy_pid()
+    t.front_pid()  # the SDK's Claude: ended on teardown if happy left it
+    os.kill(pid, sig)
+    ended_by_signal(t, pid, sig)
