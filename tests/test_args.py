@@ -248,8 +248,16 @@ def test_claude_argv_first_launch(argv: list[str], launch: Launch, expected: lis
 )
 def test_relaunch_never_repeats_session_flags_nor_prompt(argv: list[str]) -> None:
     args = parse_happy_claude_args([*argv, "--model", "m"] if "--" not in argv else ["--model", "m", *argv])
-    out = claude_argv("claude", args, relaunch(SID2), settings="S")
+    out = claude_argv("claude", args, relaunch(SID2, has_transcript=True), settings="S")
     assert out == ["claude", "--resume", SID2, "--settings", "S", "--model", "m"]
+
+
+def test_a_relaunch_before_the_first_prompt_starts_the_session_under_its_id() -> None:
+    args = parse_happy_claude_args(["--resume", SID2, "fix it", "--model", "m"])
+    launch = relaunch(SID2, has_transcript=False)  # remote mode took no prompt yet: no transcript
+    out = claude_argv("claude", args, launch, settings="S")
+    assert out == ["claude", "--session-id", SID2, "--settings", "S", "--model", "m"]
+    assert launch.expected_session_id == SID2
 
 
 @pytest.mark.parametrize(

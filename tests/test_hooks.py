@@ -281,7 +281,8 @@ def test_real_claude_runs_our_hook_and_the_users(tmp_path: Path) -> None:
         stale = tmp_path / "stale-overlay.json"
         stale.write_text(overlay_text)
         assert launch.session_id is not None
-        again = claude_argv(cenv.binary, args, relaunch(launch.session_id), settings=str(stale))
+        later = relaunch(launch.session_id, has_transcript=True)
+        again = claude_argv(cenv.binary, args, later, settings=str(stale))
         assert again[-1] == "-p"  # the opening prompt is not repeated
         done = subprocess.run(
             [*again, "again"], cwd=cenv.cwd, env=cenv.env, capture_output=True, text=True, timeout=20

@@ -8,6 +8,7 @@ ids and times) what `happy replay` makes of the transcript that run wrote. One m
 from __future__ import annotations
 
 import io
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -391,3 +392,29 @@ def test_the_readme_python_api_example_runs(cenv: ClaudeEnv, home: Path) -> None
     assert "Echo: summarise README.md" in out and "Echo: hello" in out
     with SessionStore.open(home) as store:
         assert len(store.list_sessions()) == 2  # the API's runs are in the store like the CLI's
+
+
+def test_cli_remote_without_a_terminal_ends_on_sigterm(cenv: ClaudeEnv, home: Path) -> None:
+    """No screen listens for signals here: the run takes SIGTERM, stops remote mode and ends the
+    session, and happy exits 143 (issue 16 §2a)."""
+    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
+    run = subprocess.Popen(
+        [happy_executable(), "claude", "--happy-remote", "hello one"],
+        stdin=subprocess.PIPE,  # kept open: more prompts could come
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cenv.cwd,
+    )
+    try:
+        assert run.stdout is not None
+        assert run.stdout.readline() == b"Echo: hello one\n"  # idle now, waiting for stdin
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=15)
+    finally:
+        run.kill()
+    assert run.returncode == 143, err
+    with SessionStore.open(home) as store:
+        [session] = store.list_sessions()
+    assert session.status == "cancelled"
+    assert list((home / "control").glob("*.sock")) == []

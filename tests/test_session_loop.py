@@ -1,18 +1,23 @@
 """The session loop (session/loop.py) with stand-in launchers: who runs after a switch, what a
-failing remote mode hands back, and how the session ends."""
+failing remote mode hands back, how the session ends, and what a signal does at any moment."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 
 from happy_launcher.session.control_types import Mode
 from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
 from happy_launcher.session.loop import run_session
+from happy_launcher.session.run_signals import RunSignals
 from happy_launcher.session.store import SessionStore
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]  # a signal not acted on hangs
 
 
 class Step:
@@ -94,3 +99,122 @@ async def test_without_modes_a_switch_ends_the_run(tmp_path: Path) -> None:
     ref = SessionRef(tmp_path, tmp_path)
     exit = await run_session(ref, Step([], "local0", LauncherExit("switch")))
     assert exit.reason == "switch" and status(tmp_path) == "completed"
+
+
+# --- signals: the run's, in the launchers and between them (issue 16 §2a) -----------------------
+
+
+class Signals:
+    """The run's signals from a test: `kill(sig)` as if the process had received it."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[signal.Signals](10)
+        self.run = RunSignals(receiver=self._open)
+        self.caught: tuple[signal.Signals, ...] = ()
+
+    @contextmanager
+    def _open(self, *signals: signal.Signals) -> Iterator[AsyncIterator[signal.Signals]]:
+        self.caught = signals
+        yield self._receive
+
+    def kill(self, sig: signal.Signals) -> None:
+        self._send.send_nowait(sig)
+
+
+class Starting:
+    """A launcher that, once it runs, never gets on its feet (the SDK starting) and passes on no
+    signal; `started` once it runs, `cancelled` once it was stopped."""
+
+    def __init__(self) -> None:
+        self.started, self.cancelled = anyio.Event(), False
+
+    async def run(self, session: SessionRef | None) -> LauncherExit:
+        try:
+            self.started.set()
+            await anyio.sleep_forever()
+        finally:
+            self.cancelled = True
+        raise AssertionError("not reached")
+
+
+class StoppingForSwitch:
+    """The TUI being stopped for a switch when a signal comes: it passes the signal on, and still
+    says `switch`."""
+
+    def __init__(self) -> None:
+        self.listening = anyio.Event()
+        self.got: list[signal.Signals] = []
+
+    async def run(self, session: SessionRef | None) -> LauncherExit:
+        assert session is not None
+        session.get().set_claude_session("c-1", "startup", None)
+        with session.receive_signals(signal.SIGTERM, signal.SIGHUP) as signals:
+            self.listening.set()
+            async for sig in signals:
+                self.got.append(sig)
+                break
+        return LauncherExit("switch")
+
+
+class Modes:
+    def __init__(self, *launchers: Launcher) -> None:
+        self.launchers = list(launchers)
+
+    def launcher(self, mode: Mode, claude_session_id: str) -> Launcher:
+        return self.launchers.pop(0)
+
+
+async def run_with(signals: Signals, ref: SessionRef, first: Launcher, modes: Modes) -> LauncherExit:
+    ref.signals = signals.run
+    async with anyio.create_task_group() as tg:
+        await tg.start(signals.run.serve)
+        exit = await run_session(ref, first, modes=modes)
+        tg.cancel_scope.cancel()
+    return exit
+
+
+async def test_a_signal_while_the_next_launcher_starts_stops_it_and_ends_the_run(tmp_path: Path) -> None:
+    signals, starting = Signals(), Starting()
+    ref = SessionRef(tmp_path, tmp_path)
+    async with anyio.create_task_group() as tg:
+
+        async def kill_once_started() -> None:
+            await starting.started.wait()
+            signals.kill(signal.SIGTERM)
+
+        tg.start_soon(kill_once_started)
+        exit = await run_with(signals, ref, Step([], "local0", LauncherExit("switch")), Modes(starting))
+    assert exit == LauncherExit("aborted", code=143) and starting.cancelled
+    assert status(tmp_path) == "cancelled"
+    assert set(signals.caught) >= {signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT}
+
+
+async def test_a_signal_to_a_launcher_stopping_for_a_switch_abandons_the_switch(tmp_path: Path) -> None:
+    signals, stopping, after = Signals(), StoppingForSwitch(), Starting()
+    ref = SessionRef(tmp_path, tmp_path)
+    async with anyio.create_task_group() as tg:
+
+        async def kill_once_listening() -> None:
+            await stopping.listening.wait()
+            signals.kill(signal.SIGHUP)
+
+        tg.start_soon(kill_once_listening)
+        exit = await run_with(signals, ref, stopping, Modes(after))
+    assert stopping.got == [signal.SIGHUP]  # passed on to the launcher that listens
+    assert exit == LauncherExit("aborted", code=129)
+    assert not after.started.is_set()  # no switch
+    assert status(tmp_path) == "cancelled"
+
+
+async def test_a_signal_before_the_first_launcher_runs_keeps_it_from_running(tmp_path: Path) -> None:
+    signals, first = Signals(), Starting()
+    ref = SessionRef(tmp_path, tmp_path)
+    ref.signals = signals.run
+    async with anyio.create_task_group() as tg:
+        await tg.start(signals.run.serve)
+        signals.kill(signal.SIGQUIT)  # e.g. while the control socket is being set up
+        await anyio.wait_all_tasks_blocked()  # the run has taken it: no launcher to stop yet
+        exit = await run_session(ref, first, modes=Modes())
+        tg.cancel_scope.cancel()
+    assert exit == LauncherExit("aborted", code=131)
+    assert first.cancelled  # stopped at its first step

@@ -343,3 +343,111 @@ def test_a_headless_run_is_watched_but_takes_no_messages(cenv: ClaudeEnv, tmp_pa
     got = [orjson.loads(line) for line in (first + watched).splitlines()]
     assert [(e["ev"]["t"], e["id"]) for e in got] == [(e["ev"]["t"], e["id"]) for e in envelopes]
     assert got == envelopes
+
+
+def claude_id_of_the_run(t: HappyTui) -> str:
+    """The Claude session id the running session is bound to (from the store, once it is)."""
+    found: list[str] = []
+
+    def bound() -> bool:
+        with SessionStore.open(t.home) as store:
+            found[:] = [s.claude_session_id for s in store.list_sessions() if s.claude_session_id]
+        return bool(found)
+
+    t.wait(bound, 30, "the session bound to its Claude session")
+    return found[0]
+
+
+@pytest.mark.parametrize("start", ["remote", "local"])
+def test_back_to_the_tui_before_any_prompt_on_the_same_session(
+    tui: Any, cenv: ClaudeEnv, tmp_path: Path, start: str
+) -> None:
+    """Remote mode before the first prompt: no transcript to resume, so the TUI starts the session
+    under its id (issue 16 §2b)."""
+    if start == "remote":
+        t: HappyTui = tui("--happy-remote")
+    else:
+        t = tui()
+        t.wait_ready()
+        assert happy(t, "switch", "--to", "remote").returncode == 0
+    t.expect_screen("remote")
+    claude_id = claude_id_of_the_run(t)
+    mark = len(t.seen)
+    switched = happy(t, "switch", "--to", "local")
+    assert switched.returncode == 0, switched.stderr
+    wait_tui_ready(t, mark)
+    t.submit("hello local one")
+    t.wait_turn_end(1)
+    assert t.exit() == 0
+    session, envelopes = ended_cleanly(t, cenv, tmp_path / "home")
+    assert session.status == "completed" and session.claude_session_id == claude_id
+    assert texts(envelopes, "user") == ["hello local one"]
+    assert texts(envelopes, "agent") == ["Echo: hello local one"]
+
+
+def ours(home: Path) -> list[int]:
+    """The processes still running with this test's happy home in their environment."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if f"HAPPY_HOME_DIR={home}".encode() in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("start", "to", "sig", "in_the_gap"),
+    [
+        pytest.param("local", "remote", signal.SIGTERM, False, id="to-remote-SIGTERM-at-once"),
+        pytest.param("local", "remote", signal.SIGHUP, True, id="to-remote-SIGHUP-once-the-TUI-is-gone"),
+        pytest.param("remote", "local", signal.SIGTERM, False, id="to-local-SIGTERM-at-once"),
+        pytest.param("remote", "local", signal.SIGHUP, True, id="to-local-SIGHUP-once-the-SDK-is-gone"),
+    ],
+)
+def test_a_signal_during_a_switch_ends_happy_as_anywhere_else(
+    tui: Any, start: str, to: str, sig: signal.Signals, in_the_gap: bool
+) -> None:
+    """Issue 16 §2a: the switch is abandoned, Claude stopped, the turn and the session end
+    `cancelled`, the socket removed, the terminal restored, and happy exits 128 + n."""
+    t: HappyTui = tui("--happy-remote") if start == "remote" else tui()
+    if start == "remote":
+        t.expect_screen("remote")
+        t.child.send("use slow please\r")
+    else:
+        t.wait_ready()
+        t.submit("use slow please")
+    t.expect_screen("word2")  # mid-turn
+    pid, front = t.happy_pid(), t.front_pid()
+    switched = happy(t, "switch", "--to", to)
+    assert switched.returncode == 0, switched.stderr
+    if in_the_gap:  # the old front end is gone; the new one may still be starting
+        assert wait_pid_gone(front, 15)
+    os.kill(pid, sig)
+    ended_by_signal(t, pid, sig)
+
+
+def ended_by_signal(t: HappyTui, pid: int, sig: signal.Signals) -> None:
+    """happy (`pid`) got `sig`: it exits 128 + n within a bound, the terminal as it was, the turn
+    and the session ended `cancelled`, its socket removed, no Claude of it left running."""
+    assert t.wait_exit(timeout=15) == 128 + sig
+    assert t.stty_after == t.stty_before
+    session, envelopes = stored(t.home)
+    assert session.status == "cancelled"
+    assert turn_ends(envelopes) == ["cancelled"]
+    assert not socket_path(t.home, pid).exists()
+    assert all(wait_pid_gone(left, 5) for left in ours(t.home)), "a Claude outlived happy"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_in_remote_mode_mid_turn_ends_happy(tui: Any, sig: signal.Signals) -> None:
+    t: HappyTui = tui("--happy-remote")
+    t.expect_screen("remote")
+    t.child.send("use slow please\r")
+    t.expect_screen("word2")
+    pid = t.happy_pid()
+    t.front_pid()  # the SDK's Claude: ended on teardown if happy left it
+    os.kill(pid, sig)
+    ended_by_signal(t, pid, sig)

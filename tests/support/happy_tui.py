@@ -263,6 +263,12 @@ class HappyTui:
         assert len(children) == 1, children
         return children[0]
 
+    def front_pid(self) -> int:
+        """happy's one child: the TUI's PTY session leader (local mode) or the SDK's Claude (remote)."""
+        [front] = _children(self.happy_pid())
+        self._pids.add(front)
+        return front
+
     def claude_pid(self) -> int:
         """The pid of the Claude process (the child of happy's PTY session leader)."""
         leader = _children(self.happy_pid())

@@ -1,7 +1,8 @@
 """The session flags of each launch of Claude, made from the intent parsed once at start.
 
 A fresh or forked session gets a pre-assigned id so its transcript is known before Claude starts;
-a relaunch is a plain `--resume <id>` without the opening prompt (design §3).
+a relaunch is a plain `--resume <id>` (`--session-id <id>` before the first prompt) without the
+opening prompt (design §3).
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ def launch_plan(intent: SessionIntent, *, new_id: Callable[[], str] = new_uuid4)
     return Launch("resume", target=intent.resume_id, session_id=new_session, fork=intent.fork)
 
 
-def relaunch(session_id: str) -> Launch:
+def relaunch(session_id: str, *, has_transcript: bool) -> Launch:
     """A later launch of the same session: plain ``--resume <id>``, never the user's original session
-    flags nor the opening prompt."""
+    flags nor the opening prompt. Before its first prompt the session has no transcript, and Claude
+    cannot resume it: it starts under that id (``--session-id``), as remote mode does."""
+    if not has_transcript:
+        return Launch("fresh", session_id=session_id, with_prompt=False)
     return Launch("resume", target=session_id, with_prompt=False)
 
 

@@ -23,7 +23,7 @@ from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.job_control import JobControl, UserTerminal
 from happy_launcher.local.pty_session import PtySession
 from happy_launcher.local.pty_start import RELAYED_SIGNALS, StartedPty
-from happy_launcher.local.terminal import TerminalGuard, terminal_size
+from happy_launcher.local.terminal import SignalReceiver, TerminalGuard, terminal_size
 
 _log = logging.getLogger(__name__)
 _INTERRUPT_GRACE = 3.0  # after a SIGINT/SIGQUIT we pass on, the child has this long to exit
@@ -40,6 +40,7 @@ async def run_passthrough(
     on_started: Callable[[PtySession], Awaitable[None]] | None = None,
     on_output: Callable[[bytes], None] | None = None,
     started: StartedPty | None = None,
+    signals: SignalReceiver = anyio.open_signal_receiver,
 ) -> ChildExit:
     """Run `argv` under a PTY wired to our terminal until it exits, and return its exit.
 
@@ -52,9 +53,10 @@ async def run_passthrough(
     128 + that signal, as if it had ended us.
     Failures propagate unwrapped when a single exception is behind them.
     `started`: `argv` already runs (`start_pty`, with the relayed signals blocked until here).
+    `signals`: where the signals come from (the run's, when happy runs several launchers).
     """
     try:
-        return await _run(argv, env, cwd, stdin_fd, stdout_fd, on_started, on_output, started)
+        return await _run(argv, env, cwd, stdin_fd, stdout_fd, on_started, on_output, started, signals)
     except BaseException:
         if started is not None:  # failed before the PTY session took it over: end it
             started.abandon()
@@ -70,10 +72,11 @@ async def _run(
     on_started: Callable[[PtySession], Awaitable[None]] | None,
     on_output: Callable[[bytes], None] | None,
     started: StartedPty | None,
+    receiver: SignalReceiver,
 ) -> ChildExit:
     # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
     with (
-        anyio.open_signal_receiver(*RELAYED_SIGNALS) as signals,
+        receiver(*RELAYED_SIGNALS) as signals,
         TerminalGuard(stdin_fd, stdout_fd) as guard,
     ):
         if started is not None:  # caught from here on: what arrived meanwhile is delivered now

@@ -12,9 +12,12 @@ import contextlib
 import errno
 import os
 import re
+import signal
 import termios
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from happy_launcher.fdio import write_all
 
@@ -179,6 +182,14 @@ def raw_attrs(attrs: TermAttrs) -> TermAttrs:
     cc[termios.VMIN] = 1
     cc[termios.VTIME] = 0
     return [iflag, oflag, cflag, lflag, ispeed, ospeed, cc]
+
+
+class SignalReceiver(Protocol):
+    """Opens a receiver of `signals` for a `with` block: `anyio.open_signal_receiver`, or the
+    run's (`session.run_signals`). Whoever holds the terminal raw catches them first, so none can
+    end happy with the terminal left raw."""
+
+    def __call__(self, *signals: signal.Signals) -> AbstractContextManager[AsyncIterator[signal.Signals]]: ...
 
 
 class TerminalGuard:

@@ -34,7 +34,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from happy_launcher.local.terminal import TerminalGuard, terminal_size
+from happy_launcher.local.terminal import SignalReceiver, TerminalGuard, terminal_size
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.remote.screen_keys import Answer, Command, End, Interrupt, KeyController, KeyDecoder, Send
 from happy_launcher.remote.screen_model import Transcript
@@ -61,7 +61,8 @@ _Action = Callable[[], Awaitable[None]]
 class RemoteScreen:
     """Owns the terminal while `run()` runs. The `on_*` methods, `set_status` and `close` are
     called from the same event loop; they may be called before `run()` (what they add is drawn
-    when it starts) and after it (they do nothing visible)."""
+    when it starts) and after it (they do nothing visible). `signals`: where the signals that
+    end it come from (the run's, in `happy claude`)."""
 
     def __init__(
         self,
@@ -71,8 +72,10 @@ class RemoteScreen:
         stdin_fd: int = 0,
         stdout_fd: int = 1,
         clock: Clock = wall_clock_ms,
+        signals: SignalReceiver = anyio.open_signal_receiver,
     ) -> None:
         self._actions = actions
+        self._signals = signals
         self._status = status
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
@@ -124,7 +127,7 @@ class RemoteScreen:
             raise ValueError("the remote screen needs a terminal on stdin and stdout")
         # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
         with (
-            anyio.open_signal_receiver(*_SIGNALS) as signals,
+            self._signals(*_SIGNALS) as signals,
             TerminalGuard(self._stdin_fd, self._stdout_fd) as guard,
         ):
             rows, cols = self._size()

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from happy_launcher.session.events_output import EventsOutput
 
 if TYPE_CHECKING:
+    from happy_launcher.local.terminal import SignalReceiver
     from happy_launcher.protocol import TurnStatus
     from happy_launcher.remote.permissions import PermissionBroker
     from happy_launcher.session.control_types import InputMode, Mode
     from happy_launcher.session.core import Session
     from happy_launcher.session.local_permissions import LocalPermissions
+    from happy_launcher.session.run_signals import RunSignals
 
 _log = logging.getLogger(__name__)
 
@@ -76,6 +78,7 @@ class SessionRef:
     then the same object for every launcher of the run. A failure to open it is kept (and
     raised again by the next `get()`): the caller decides whether Claude goes on unmirrored.
     `front`: the running launcher's, for the controller (None between launchers).
+    `signals`: the run's, once it catches them (`session.run_signals`).
     `remote_input`: how the TUI takes a message sent without a mode (--happy-remote-input)."""
 
     def __init__(
@@ -93,6 +96,7 @@ class SessionRef:
         self._session: Session | None = None
         self.failure: Exception | None = None
         self.front: Front | None = None
+        self.signals: RunSignals | None = None
         self._permissions: PermissionBroker | None = None
         self._local_permissions: LocalPermissions | None = None
 
@@ -108,6 +112,15 @@ class SessionRef:
                 self.failure = exc
                 raise
         return self._session
+
+    @property
+    def receive_signals(self) -> SignalReceiver:
+        """What a launcher's parts open to get signals: the run's, if it catches them."""
+        if self.signals is not None:
+            return self.signals.listen
+        import anyio
+
+        return anyio.open_signal_receiver
 
     @property
     def permissions(self) -> PermissionBroker:

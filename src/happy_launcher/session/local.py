@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.paths import project_dir
+from happy_launcher.claude.paths import project_dir, transcript_path
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from happy_launcher.local.exits import ChildExit
     from happy_launcher.local.pty_session import PtySession
+    from happy_launcher.local.terminal import SignalReceiver
     from happy_launcher.session.launcher import LauncherExit, SessionRef
     from happy_launcher.session.tracking import TrackerFactory, Tracking
 
@@ -74,7 +75,11 @@ class LocalLauncher:
         """Spawn Claude (with our hook when the run is mirrored), without an event loop; `run`
         takes it over. `close` ends what `run` never took over."""
         cfg = self._cfg
-        launch = launch_plan(cfg.args.intent) if self._resume is None else relaunch(self._resume)
+        if self._resume is None:
+            launch = launch_plan(cfg.args.intent)
+        else:
+            started = transcript_path(cfg.env, cfg.cwd, self._resume).exists()
+            launch = relaunch(self._resume, has_transcript=started)
         settings, hook_events = cfg.args.user_settings, None
         if cfg.home is not None:
             channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
@@ -123,7 +128,7 @@ class LocalLauncher:
                     tg.start_soon(front.serve, pty)
 
             try:
-                child = await _run(self._cfg, self._started, beside, screen.observe)
+                child = await _run(self._cfg, self._started, beside, screen.observe, session.receive_signals)
             finally:
                 session.front = None
                 tracking.finish()
@@ -167,7 +172,10 @@ async def _run(
     started: _Started,
     beside: Callable[[PtySession], Awaitable[None]] | None,
     on_output: Callable[[bytes], None] | None = None,
+    signals: SignalReceiver | None = None,
 ) -> ChildExit:
+    import anyio
+
     from happy_launcher.local.passthrough import run_passthrough  # heavy: after the spawn
 
     try:
@@ -180,6 +188,7 @@ async def _run(
             on_started=beside,
             on_output=on_output,
             started=started.pty,
+            signals=signals or anyio.open_signal_receiver,
         )
     except OSError as exc:
         raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc

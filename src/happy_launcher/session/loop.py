@@ -4,6 +4,7 @@ the same Claude session to the other mode's launcher."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import Protocol
@@ -36,23 +37,23 @@ async def run_session(
 ) -> LauncherExit:
     """Run `launcher` (in `mode`) on the session, then each launcher a switch asks for (with
     `modes`), then end the session with the status the last exit implies. Remote mode failing
-    after a switch hands the session back to the TUI. `ref` None: this run is not mirrored
-    (happy's home is unusable, already said), so it cannot switch either."""
+    after a switch hands the session back to the TUI. A signal the run caught (`ref.signals`)
+    ends it after the launcher it stopped, whatever that launcher said: a switch is abandoned.
+    `ref` None: this run is not mirrored (happy's home is unusable, already said), so it cannot
+    switch either."""
     if ref is None:
         return await launcher.run(None)
     exit: LauncherExit | None = None
     switched = False
     try:
         while True:
-            try:
-                exit = await launcher.run(ref)
-            except Exception as exc:
-                if not (switched and mode == "remote" and modes is not None):
-                    raise
-                # The terminal's user loses nothing: the session goes on in the TUI.
-                _log.error("remote mode failed after a switch", exc_info=exc)
-                sys.stderr.write(f"happy: remote mode failed ({exc}); back to local mode\n")
-                exit = LauncherExit("switch")
+            exit = await _run_launcher(
+                ref, launcher, fall_back=switched and mode == "remote" and modes is not None
+            )
+            ended_by = ref.signals.ended_by if ref.signals is not None else None
+            if ended_by is not None:
+                exit = LauncherExit("aborted", code=128 + ended_by)
+                break
             claude_id = ref.opened.claude_session_id if ref.opened is not None else None
             if exit.reason != "switch" or modes is None or claude_id is None:
                 break
@@ -64,6 +65,22 @@ async def run_session(
         failure = getattr(launcher, "failure", None)  # mirroring failed while Claude ran on
         end_session(ref, exit, launcher_failure=failure if isinstance(failure, Exception) else None)
     return exit
+
+
+async def _run_launcher(ref: SessionRef, launcher: Launcher, *, fall_back: bool) -> LauncherExit:
+    """One launcher's run, or `aborted` if a signal stopped it (`RunSignals.running`; the loop
+    tells which). `fall_back`: a failure means a switch back to the TUI."""
+    with ref.signals.running() if ref.signals is not None else contextlib.nullcontext():
+        try:
+            return await launcher.run(ref)
+        except Exception as exc:
+            if not fall_back:
+                raise
+            # The terminal's user loses nothing: the session goes on in the TUI.
+            _log.error("remote mode failed after a switch", exc_info=exc)
+            sys.stderr.write(f"happy: remote mode failed ({exc}); back to local mode\n")
+            return LauncherExit("switch")
+    return LauncherExit("aborted")
 
 
 def end_session(

@@ -17,6 +17,7 @@ from happy_launcher.session.control_types import Mode, ShownMode
 from happy_launcher.session.controller import SessionController
 from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
 from happy_launcher.session.loop import run_session
+from happy_launcher.session.run_signals import RunSignals
 
 _log = logging.getLogger(__name__)
 
@@ -40,18 +41,25 @@ class RunModes:
 async def run_controlled(
     ref: SessionRef, launcher: Launcher, *, mode: Mode, cfg: LocalConfig
 ) -> LauncherExit:
-    """The session loop from `launcher` (in `mode`), served on the control socket meanwhile."""
+    """The session loop from `launcher` (in `mode`), served on the control socket meanwhile.
+    The run's signals are caught from before the socket is served until it is removed."""
     controller = make_controller(ref, cfg, mode=mode)
     stop = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        await tg.start(serve_control, controller, ref, stop)
-        async with anyio.create_task_group() as checks:
-            checks.start_soon(controller.check_continuity)
-            try:
-                exit = await run_session(ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller)
-            finally:
-                checks.cancel_scope.cancel()
-                stop.set()  # the session has ended: its clients get its last envelopes, then EOF
+    signals = ref.signals = RunSignals()
+    async with anyio.create_task_group() as caught:
+        await caught.start(signals.serve)
+        async with anyio.create_task_group() as tg:
+            await tg.start(serve_control, controller, ref, stop)
+            async with anyio.create_task_group() as checks:
+                checks.start_soon(controller.check_continuity)
+                try:
+                    exit = await run_session(
+                        ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller
+                    )
+                finally:
+                    checks.cancel_scope.cancel()
+                    stop.set()  # the session has ended: its clients get its last envelopes, then EOF
+        caught.cancel_scope.cancel()  # the socket is gone: nothing of the run is left to end
     return exit
 
 

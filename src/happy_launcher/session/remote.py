@@ -36,6 +36,7 @@ from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir
 from happy_launcher.session.remote_front import RemoteFront
 
 if TYPE_CHECKING:
+    from happy_launcher.local.terminal import SignalReceiver
     from happy_launcher.session.remote_screen import ScreenLink
 
 
@@ -134,7 +135,7 @@ class RemoteLauncher:
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_deliver_inbound, remote, front)
-                    exit = await self._front_end(remote, front, prompt)
+                    exit = await self._front_end(remote, front, prompt, session.receive_signals)
                     tg.cancel_scope.cancel()
             finally:
                 session.front = None
@@ -142,14 +143,18 @@ class RemoteLauncher:
             _drain_input(cfg.stdin_fd)
         return exit
 
-    async def _front_end(self, remote: RemoteSession, front: RemoteFront, prompt: str | None) -> LauncherExit:
+    async def _front_end(
+        self, remote: RemoteSession, front: RemoteFront, prompt: str | None, signals: SignalReceiver
+    ) -> LauncherExit:
         cfg = self._cfg
         if not _is_tty(cfg):
             failed = await _line_mode(remote, prompt, cfg.stdin_fd)
             return LauncherExit("exited", code=1 if failed else 0)
         from happy_launcher.session.remote_screen import ScreenLink  # rich: only for a screen
 
-        self._screen = ScreenLink(remote, model=_model(cfg), stdin_fd=cfg.stdin_fd, stdout_fd=cfg.stdout_fd)
+        self._screen = ScreenLink(
+            remote, model=_model(cfg), stdin_fd=cfg.stdin_fd, stdout_fd=cfg.stdout_fd, signals=signals
+        )
         end = await self._screen.run(prompt, close=front.close_screen)
         if end.reason == "signal" and end.signal is not None:
             return LauncherExit("aborted", code=128 + end.signal)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import anyio
 
 from happy_launcher.claude.sdk_items import Partial
+from happy_launcher.local.terminal import SignalReceiver
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.remote.remote_session import RemoteSession
@@ -20,10 +21,20 @@ DENIED_HERE = "Denied in happy's terminal"
 class ScreenLink:
     """Connects one `RemoteScreen` to one `RemoteSession` (both ways)."""
 
-    def __init__(self, remote: RemoteSession, *, model: str | None, stdin_fd: int, stdout_fd: int) -> None:
+    def __init__(
+        self,
+        remote: RemoteSession,
+        *,
+        model: str | None,
+        stdin_fd: int,
+        stdout_fd: int,
+        signals: SignalReceiver = anyio.open_signal_receiver,
+    ) -> None:
         self._remote = remote
         status = StatusInfo(remote.happy_session_id, remote.claude_session_id, model)
-        self.screen = RemoteScreen(self, status=status, stdin_fd=stdin_fd, stdout_fd=stdout_fd)
+        self.screen = RemoteScreen(
+            self, status=status, stdin_fd=stdin_fd, stdout_fd=stdout_fd, signals=signals
+        )
 
     # --- what the screen asks (ScreenActions) -----------------------------------------------
 
