@@ -19,6 +19,7 @@ from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaun
 from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.home import run_dir, socket_path
+from happy_launcher.session.launcher import ClaudeStart, LauncherExit, SessionRef, claude_start
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
     from happy_launcher.local.exits import ChildExit
     from happy_launcher.local.pty_session import PtySession
-    from happy_launcher.session.launcher import LauncherExit, SessionRef
     from happy_launcher.session.tracking import TrackerFactory, Tracking
 
 __all__ = ["LocalConfig", "LocalLauncher", "run_local"]
@@ -44,7 +44,14 @@ async def run_local(
         return (await launcher.run(None)).code
     from happy_launcher.session.modes import run_controlled
 
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
+    ref = SessionRef(
+        cfg.home,
+        cfg.cwd,
+        events=cfg.events,
+        remote_input=cfg.args.options.remote_input,
+        starts_on=launcher.claude_start,
+        replay=cfg.args.options.replay_existing,
+    )
     return (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
 
 
@@ -66,6 +73,8 @@ class LocalLauncher:
         self._cfg = cfg
         self._make_tracker = make_tracker
         self._resume = resume
+        # Made now, not at the spawn: the session binds to what it runs on before Claude starts.
+        self._launch = launch_plan(cfg.args.intent) if resume is None else relaunch(resume)
         self._started: _Started | None = None
         self._cleanup = contextlib.ExitStack()  # the hook channel; Claude, if never run
         self.failure: Exception | None = None  # mirroring failed (Claude went on)
@@ -73,8 +82,7 @@ class LocalLauncher:
     def start(self) -> None:
         """Spawn Claude (with our hook when the run is mirrored), without an event loop; `run`
         takes it over. `close` ends what `run` never took over."""
-        cfg = self._cfg
-        launch = launch_plan(cfg.args.intent) if self._resume is None else relaunch(self._resume)
+        cfg, launch = self._cfg, self._launch
         settings, hook_events = cfg.args.user_settings, None
         if cfg.home is not None:
             channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
@@ -100,6 +108,11 @@ class LocalLauncher:
 
     def close(self) -> None:
         self._cleanup.close()
+
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        """The Claude session this launch runs on, when known before the spawn."""
+        return claude_start(self._launch, self._cfg.env, self._cfg.cwd)
 
     async def run(self, session: SessionRef | None) -> LauncherExit:
         with self._cleanup:
@@ -148,7 +161,6 @@ class LocalLauncher:
 
 def _switched(session: SessionRef) -> LauncherExit:
     """Stopped for a switch: a turn Claude did not close (no interrupt record) ends `cancelled`."""
-    from happy_launcher.session.launcher import LauncherExit
     from happy_launcher.session.local_front import turn_open
 
     if turn_open(session):
@@ -157,8 +169,6 @@ def _switched(session: SessionRef) -> LauncherExit:
 
 
 def _exit(child: ChildExit) -> LauncherExit:
-    from happy_launcher.session.launcher import LauncherExit
-
     return LauncherExit("exited", code=child.code, stopped_by_us=child.stopped_by_us)
 
 

@@ -1,0 +1,102 @@
+"""`happy claude --resume` with the real bundled Claude TUI against the fake Messages API: one happy
+session per Claude conversation, whatever Claude writes first on a resume (issue 16 §1), and the
+resume hint Claude prints at exit keeps working after happy is gone (issue 16 §6)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from happy_launcher.session.store import SessionStore
+from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text, ToolUse
+from tests.support.happy_tui import Envelope, HappyTui, checked_envelope
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    step = ToolUse("Bash", {"command": "echo step1", "description": "Print step1"})
+    script = Script(fallback=Reply([Text("unscripted")]))
+    script.on(Reply([Text("Running it."), step]), prompt="Use Bash")
+    script.on(Reply([Text("It printed step1.")]), tool_result="Bash")
+    script.on(Reply([Text("Second answer.")]), prompt="Second question")
+    with FakeAnthropic(script) as api:
+        yield api
+        assert not [r for r in api.requests if r.rule == "fallback"], "a request no rule answered"
+
+
+@pytest.fixture
+def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
+    return make_claude_env(tmp_path / "claude", fake.url)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "happy"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def launched(cenv: ClaudeEnv, home: Path) -> Iterator[list[HappyTui]]:
+    started: list[HappyTui] = []
+    yield started
+    for tui in started:
+        tui.kill()
+
+
+def run_turn(tuis: list[HappyTui], cenv: ClaudeEnv, home: Path, prompt: str, *args: str) -> HappyTui:
+    """One `happy claude [args]` run of one turn, ended with /exit."""
+    tui = HappyTui(cenv, home, args, events=home / f"events-{len(tuis)}.jsonl")
+    tuis.append(tui)
+    tui.wait_ready()
+    tui.submit(prompt)
+    tui.wait_turn_end()
+    assert tui.exit() == 0
+    return tui
+
+
+def happy_sessions(home: Path) -> list[tuple[str, str]]:
+    """(happy session id, Claude session id) of every happy session."""
+    with SessionStore.open(home) as store:
+        return [(s.id, s.claude_session_id or "") for s in store.list_sessions()]
+
+
+def stored(home: Path, session: str) -> list[tuple[int, Envelope]]:
+    with SessionStore.open(home) as store:
+        return [(seq, checked_envelope(body)) for seq, body in store.raw_envelopes(session)]
+
+
+def claude_session_rows(home: Path) -> list[tuple[str, str, str]]:
+    conn = sqlite3.connect(home / "sessions.db")
+    try:
+        query = "SELECT happy_session, claude_session_id, source FROM claude_sessions ORDER BY rowid"
+        return [tuple(row) for row in conn.execute(query).fetchall()]
+    finally:
+        conn.close()
+
+
+def test_resuming_a_session_whose_last_turn_used_a_tool_continues_its_happy_session(
+    cenv: ClaudeEnv, home: Path, launched: list[HappyTui]
+) -> None:
+    first = run_turn(launched, cenv, home, "Use Bash")
+    [(happy_id, claude_id)] = happy_sessions(home)
+    assert "tool-call-end" in [e["ev"]["t"] for e in first.events()]
+
+    second = run_turn(launched, cenv, home, "Second question", "--resume", claude_id)
+    assert happy_sessions(home) == [(happy_id, claude_id)], "the resume started another happy session"
+    rows = stored(home, happy_id)
+    assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1)), "seqs not contiguous"
+    assert [e for _, e in rows] == first.events() + second.events()
+    ids = [e["id"] for _, e in rows]
+    assert len(ids) == len(set(ids)), "an envelope was stored twice"
+    claude_uuids = [e["claudeUuid"] for _, e in rows if e.get("claudeUuid")]
+    assert len(claude_uuids) == len(set(claude_uuids)), "a record was mirrored twice"
+    texts = [e["ev"]["text"] for _, e in rows if e["ev"]["t"] == "text"]
+    assert texts == ["Use Bash", "Running it.", "It printed step1.", "Second question", "Second answer."]
+    assert claude_session_rows(home) == [(happy_id, claude_id, "startup"), (happy_id, claude_id, "resume")]
