@@ -4,7 +4,9 @@ resume hint Claude prints at exit keeps working after happy is gone (issue 16 §
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 from happy_launcher.session.store import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text, ToolUse
-from tests.support.happy_tui import Envelope, HappyTui, checked_envelope
+from tests.support.happy_tui import Envelope, HappyTui, checked_envelope, squeeze
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -100,3 +102,37 @@ def test_resuming_a_session_whose_last_turn_used_a_tool_continues_its_happy_sess
     texts = [e["ev"]["text"] for _, e in rows if e["ev"]["t"] == "text"]
     assert texts == ["Use Bash", "Running it.", "It printed step1.", "Second question", "Second answer."]
     assert claude_session_rows(home) == [(happy_id, claude_id, "startup"), (happy_id, claude_id, "resume")]
+
+
+HINT = re.compile(r"Resumethissessionwith:(claude--settings(\S+?\.json)--resume([0-9a-f-]{36}))")
+
+
+def test_claudes_resume_hint_works_after_happy_is_gone_and_happy_prints_its_own(
+    cenv: ClaudeEnv, home: Path, launched: list[HappyTui], fake: FakeAnthropic
+) -> None:
+    # Wide enough that Claude's hint names the --settings it was given (it leaves out what does not fit).
+    tui = HappyTui(cenv, home, dimensions=(40, 400))
+    launched.append(tui)
+    tui.wait_ready()
+    tui.submit("Use Bash")
+    tui.wait_turn_end()
+    assert tui.exit() == 0
+    [(happy_id, claude_id)] = happy_sessions(home)
+    hint = HINT.search(squeeze(tui.seen))
+    assert hint is not None, squeeze(tui.seen)[-400:]
+    settings, resumed = Path(hint.group(2)), hint.group(3)
+    assert resumed == claude_id and settings.is_relative_to(home)
+    # Claude's own hint, run as printed with nothing of happy running: it resumes the conversation.
+    done = subprocess.run(
+        [str(cenv.binary), "--settings", str(settings), "--resume", resumed, "-p", "Second question"],
+        cwd=cenv.cwd,
+        env=cenv.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "Second answer.", "")
+    assert fake.requests[-1].last_user_text == "Second question"
+    assert happy_sessions(home) == [(happy_id, claude_id)] and list((home / "run").iterdir()) == []
+    # ... and after it, happy's own.
+    assert squeeze(f"Resume with: happy claude --resume {claude_id}") in squeeze(tui.seen[hint.end() :])

@@ -27,7 +27,7 @@ from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnSt
 from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
 from happy_launcher.session.control_types import Accepted, InputMode
 from happy_launcher.session.events_output import EventsOutput
-from happy_launcher.session.home import run_dir
+from happy_launcher.session.home import run_dir, settings_dir
 from happy_launcher.session.inbound import (
     InboundLedger,
     InboundPrompt,
@@ -38,7 +38,7 @@ from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.procs import is_alive, this_process
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
 from happy_launcher.session.store import SessionInfo, SessionStore
-from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
+from happy_launcher.session.sweep import clean_kept_settings, clean_run_dirs, end_dead_sessions
 
 _log = logging.getLogger(__name__)
 # How Claude came to a session id: these continue a conversation that may have a happy session.
@@ -176,6 +176,7 @@ class Session:
         try:
             end_dead_sessions(self.store, self._ids, self._clock)
             clean_run_dirs(run_dir(home))
+            clean_kept_settings(settings_dir(home), self._clock())
         except Exception:
             _log.exception("could not end the sessions of dead launchers")
 

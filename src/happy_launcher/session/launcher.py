@@ -119,6 +119,7 @@ class SessionRef:
         self.events = events
         self.remote_input: InputMode = remote_input
         self._session: Session | None = None
+        self.claude_session_id: str | None = None  # the last one the session ran on, once ended
         self.failure: Exception | None = None
         self.front: Front | None = None
         self._permissions: PermissionBroker | None = None
@@ -178,6 +179,7 @@ class SessionRef:
         session, self._session = self._session, None
         if session is None:
             return []
+        self.claude_session_id = session.claude_session_id
         try:
             session.end(status)
         except Exception as exc:

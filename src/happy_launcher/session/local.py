@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.paths import project_dir
+from happy_launcher.claude.paths import project_dir, transcript_path
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
 from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.home import run_dir, socket_path
+from happy_launcher.session.home import run_dir, settings_dir, socket_path
 from happy_launcher.session.launcher import ClaudeStart, LauncherExit, SessionRef, claude_start
 
 if TYPE_CHECKING:
@@ -41,7 +43,10 @@ async def run_local(
 
     launcher = launcher if launcher is not None else LocalLauncher(cfg, make_tracker=make_tracker)
     if cfg.home is None:  # not mirrored: no session to drive from elsewhere either
-        return (await launcher.run(None)).code
+        code = (await launcher.run(None)).code
+        start = launcher.claude_start
+        say_how_to_resume(cfg, None if start is None else start.session_id)
+        return code
     from happy_launcher.session.modes import run_controlled
 
     ref = SessionRef(
@@ -52,7 +57,19 @@ async def run_local(
         starts_on=launcher.claude_start,
         replay=cfg.args.options.replay_existing,
     )
-    return (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
+    code = (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
+    say_how_to_resume(cfg, ref.claude_session_id)
+    return code
+
+
+def say_how_to_resume(cfg: LocalConfig, claude_session_id: str | None) -> None:
+    """After Claude's own resume hint, happy's: resumed through happy, the conversation stays in
+    its happy session. Only for a conversation there is (Claude wrote its transcript)."""
+    if claude_session_id is None or not transcript_path(cfg.env, cfg.cwd, claude_session_id).is_file():
+        return
+    home = cfg.args.options.home
+    words = ["happy", "claude", *(["--happy-home", str(home)] if home is not None else [])]
+    sys.stderr.write(f"Resume with: {shlex.join([*words, '--resume', claude_session_id])}\n")
 
 
 class _Started(NamedTuple):
@@ -85,7 +102,8 @@ class LocalLauncher:
         cfg, launch = self._cfg, self._launch
         settings, hook_events = cfg.args.user_settings, None
         if cfg.home is not None:
-            channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
+            channel = HookChannel(run_dir(cfg.home), kept_dir=settings_dir(cfg.home))
+            self._cleanup.enter_context(channel)
             settings = str(
                 channel.write_settings(
                     settings,
