@@ -4,6 +4,7 @@ resume hint Claude prints at exit keeps working after happy is gone (issue 16 §
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import subprocess
@@ -83,14 +84,20 @@ def claude_session_rows(home: Path) -> list[tuple[str, str, str]]:
         conn.close()
 
 
+@pytest.mark.parametrize("how", ["id", "continue", "title"])
 def test_resuming_a_session_whose_last_turn_used_a_tool_continues_its_happy_session(
-    cenv: ClaudeEnv, home: Path, launched: list[HappyTui]
+    cenv: ClaudeEnv, home: Path, launched: list[HappyTui], how: str
 ) -> None:
     first = run_turn(launched, cenv, home, "Use Bash")
     [(happy_id, claude_id)] = happy_sessions(home)
     assert "tool-call-end" in [e["ev"]["t"] for e in first.events()]
+    if how == "title":  # as `/rename My work` writes it
+        title = {"type": "custom-title", "customTitle": "My work", "sessionId": claude_id}
+        with cenv.transcript_path(claude_id).open("a") as f:
+            f.write(json.dumps(title) + "\n")
+    args = {"id": ("--resume", claude_id), "continue": ("--continue",), "title": ("--resume", "my work")}[how]
 
-    second = run_turn(launched, cenv, home, "Second question", "--resume", claude_id)
+    second = run_turn(launched, cenv, home, "Second question", *args)
     assert happy_sessions(home) == [(happy_id, claude_id)], "the resume started another happy session"
     rows = stored(home, happy_id)
     assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1)), "seqs not contiguous"
@@ -102,6 +109,29 @@ def test_resuming_a_session_whose_last_turn_used_a_tool_continues_its_happy_sess
     texts = [e["ev"]["text"] for _, e in rows if e["ev"]["t"] == "text"]
     assert texts == ["Use Bash", "Running it.", "It printed step1.", "Second question", "Second answer."]
     assert claude_session_rows(home) == [(happy_id, claude_id, "startup"), (happy_id, claude_id, "resume")]
+
+
+@pytest.mark.parametrize("how", ["continue", "title"])
+def test_a_session_claude_picks_is_named_before_the_spawn_even_when_no_hook_runs(
+    cenv: ClaudeEnv, home: Path, launched: list[HappyTui], how: str
+) -> None:
+    """`--continue` and `--resume <title>` resolve to the session Claude would pick before it
+    starts: the run is bound to it, and mirrors it, even when the user's `disableAllHooks`
+    keeps the SessionStart hook from ever telling."""
+    first = run_turn(launched, cenv, home, "Use Bash")
+    [(happy_id, claude_id)] = happy_sessions(home)
+    title = {"type": "custom-title", "customTitle": "My work", "sessionId": claude_id}
+    with cenv.transcript_path(claude_id).open("a") as f:
+        f.write(json.dumps(title) + "\n")
+    settings = json.loads(cenv.settings_path.read_text())
+    cenv.settings_path.write_text(json.dumps({**settings, "disableAllHooks": True}))
+    args = {"continue": ("--continue",), "title": ("--resume", "my work")}[how]
+
+    second = run_turn(launched, cenv, home, "Second question", *args)
+    assert happy_sessions(home) == [(happy_id, claude_id)]
+    assert [e for _, e in stored(home, happy_id)] == first.events() + second.events()
+    texts = [e["ev"]["text"] for e in second.events() if e["ev"]["t"] == "text"]
+    assert texts == ["Second question", "Second answer."]
 
 
 HINT = re.compile(r"Resumethissessionwith:(claude--settings(\S+?\.json)--resume([0-9a-f-]{36}))")
