@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -315,3 +316,34 @@ def test_the_permission_hook_is_added_with_a_long_timeout_and_a_private_copy(tmp
         }
         assert PERMISSION_HOOK_TIMEOUT_S >= 3600  # Claude's default (600 s) would cut a remote answer short
     assert "PermissionRequest" not in overlay(None, tmp_path)["hooks"]  # only when a socket is served
+
+
+# -- the kept overlay (Claude's resume hint names it: issue 16 §6) ---------------------------------
+
+
+def test_a_kept_overlay_stays_after_the_run_as_the_users_settings_alone(tmp_path: Path) -> None:
+    kept, sock = tmp_path / "settings", tmp_path / "control" / "4242.sock"
+    with HookChannel(tmp_path / "run", kept_dir=kept) as channel:
+        settings = channel.write_settings('{"model": "m"}', cwd=tmp_path, control_socket=sock)
+        assert settings == kept / f"{channel.dir.name}.json" and mode(settings) == 0o600
+        during = json.loads(settings.read_text())
+        assert set(during["hooks"]) == {"SessionStart", "UserPromptSubmit", "PermissionRequest"}
+    assert not channel.dir.exists()
+    assert json.loads(settings.read_text()) == {"model": "m"} and mode(settings) == 0o600
+    assert mode(kept) == 0o700
+
+
+def test_every_hook_of_an_overlay_left_by_a_dead_happy_exits_0_and_does_nothing(tmp_path: Path) -> None:
+    kept, sock = tmp_path / "settings", tmp_path / "control" / "4242.sock"
+    channel = HookChannel(tmp_path / "run", kept_dir=kept)
+    settings = channel.write_settings(None, cwd=tmp_path, control_socket=sock)
+    shutil.rmtree(channel.dir)  # killed: nothing rewrote the overlay, the sweep took its files
+    hooks = json.loads(settings.read_text())["hooks"]
+    payload = b'{"session_id":"s","hook_event_name":"PermissionRequest","tool_name":"Bash"}\n'
+    for event, entries in hooks.items():
+        for entry in entries:
+            for hook in entry["hooks"]:
+                done = run_hook(hook["command"], payload)
+                assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), event
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "settings"]
+    assert list((tmp_path / "run").iterdir()) == []

@@ -68,6 +68,19 @@ def test_dead_pid_is_stale(tmp_path: Path, dead_pid: int, fields: dict[str, Any]
     assert session_holder(tmp_path, S) is None
 
 
+def test_an_exited_claude_not_yet_reaped_is_stale(tmp_path: Path) -> None:
+    # Its parent has not waited for it yet: /proc still lists it, as a zombie (state Z).
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    try:
+        start = start_time(child.pid)
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
+        assert start_time(child.pid) == start  # still listed, with its start time
+        entry(tmp_path, child.pid, procStart=str(start))
+        assert session_holder(tmp_path, S) is None
+    finally:
+        child.wait()
+
+
 def test_reused_pid_is_stale(tmp_path: Path) -> None:
     # This pid runs, but it started at another time than the Claude that registered it.
     entry(tmp_path, ME, procStart=str(int(my_start()) - 1))

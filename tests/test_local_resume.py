@@ -12,12 +12,16 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import transcript_path
+from happy_launcher.claude.records import Record, make_record
 from happy_launcher.local.args import parse_happy_claude_args
 from happy_launcher.local.launch import Launch
+from happy_launcher.protocol import Envelope
 from happy_launcher.session.core import Session
 from happy_launcher.session.home import ensure_home
 from happy_launcher.session.local import LocalConfig, run_local
@@ -153,3 +157,101 @@ async def test_continue_mirrors_what_claude_appends_before_the_hook_names_the_se
     code = await run_local(config(tmp_path, ["--continue"], claude, std_fds))
     assert code == 0
     assert mirrored_uuids(tmp_path / "happy") == expected_new()
+
+
+# Claude resuming a transcript whose last 32 KiB hold no `mode` record (here: a tool result bigger
+# than that) re-writes its session metadata at start-up, before its SessionStart hook reaches
+# happy (issue 16 §1). This stand-in does the same, then waits for the test (FIFO `go`) before it
+# runs the hook, then answers one prompt.
+REWRITING = """
+import json, subprocess, sys
+transcript, go, session_id = {args!r}
+def append(*records):
+    with open(transcript, "ab", buffering=0) as f:
+        for record in records:
+            f.write(json.dumps(record).encode() + b"\\n")
+append({{"type": "last-prompt", "lastPrompt": "Use Bash", "sessionId": session_id}},
+       {{"type": "cost-state", "sessionId": session_id}},
+       {{"type": "tools-used", "tools": ["Bash"], "sessionId": session_id}})
+with open(go) as f:
+    f.read()
+settings = json.load(open(sys.argv[sys.argv.index("--settings") + 1]))
+command = settings["hooks"]["SessionStart"][-1]["hooks"][-1]["command"]
+payload = {{"hook_event_name": "SessionStart", "session_id": session_id,
+           "transcript_path": transcript, "source": "resume"}}
+subprocess.run(["sh", "-c", command], input=json.dumps(payload).encode(), check=True)
+append({{"type": "user", "uuid": "late-prompt", "message": {{"content": "after the resume"}}}},
+       {{"type": "assistant", "uuid": "late-reply",
+         "message": {{"content": [{{"type": "text", "text": "resumed"}}], "stop_reason": "end_turn"}}}})
+"""
+
+
+def tool_turn(session_id: str) -> list[dict[str, object]]:
+    """A turn whose last record is a Bash result of 40 KiB: no `mode` record in the last 32 KiB."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "seq 9999"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "9" * (40 << 10)}
+    return [
+        {"type": "mode", "mode": "normal", "sessionId": session_id},
+        user("first-prompt", "Use Bash"),
+        assistant("first-call", call, stop_reason="tool_use"),
+        user("first-result", [result]),
+        assistant("first-reply", {"type": "text", "text": "Done."}, stop_reason="end_turn"),
+    ]
+
+
+async def test_metadata_claude_rewrites_before_its_hook_goes_to_the_resumed_happy_session(
+    tmp_path: Path, std_fds: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id = str(uuid.uuid4())
+    transcript = transcript_path({"HOME": str(tmp_path)}, tmp_path, session_id)
+    records = tool_turn(session_id)
+    write_jsonl(transcript, records)
+    home = ensure_home(tmp_path / "happy")
+    with Session(home, tmp_path) as first:  # the run that wrote that turn
+        first.set_claude_session(session_id, "startup", transcript)
+        first.deliver(make_record(r) for r in records)
+        happy_id = first.id
+    assert happy_id is not None
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    claude = tmp_path / "claude"
+    claude.write_text(f"#!{sys.executable}\n" + REWRITING.format(args=(str(transcript), str(go), session_id)))
+    claude.chmod(0o755)
+    delivered = anyio.Event()
+
+    def tracker(
+        cfg: LocalConfig,
+        launch: Launch,
+        hook_events: Path | None,
+        *,
+        existing: ExistingFiles,
+        session: Session,
+    ) -> LocalTracker:
+        deliver = session.deliver
+
+        def watched(batch: list[Record]) -> list[Envelope]:
+            envelopes = deliver(batch)
+            if batch:
+                delivered.set()  # the re-written metadata was read before the hook was
+            return envelopes
+
+        monkeypatch.setattr(session, "deliver", watched)
+        return LocalTracker(cfg, launch, hook_events, existing=existing, session=session)
+
+    async def release_the_hook() -> None:
+        await delivered.wait()
+        await anyio.to_thread.run_sync(go.write_text, "go")
+
+    cfg = config(tmp_path, ["--resume", session_id], claude, std_fds)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(release_the_hook)
+            assert await run_local(cfg, make_tracker=tracker) == 0
+    with SessionStore.open(home) as store:
+        assert [s.id for s in store.list_sessions()] == [happy_id], "the resume split the session"
+        stored = list(store.envelopes(happy_id))
+    assert [seq for seq, _ in stored] == list(range(1, len(stored) + 1))
+    uuids = [e.claudeUuid for _, e in stored if e.claudeUuid is not None]
+    assert len(uuids) == len(set(uuids)), "a record was mirrored twice"
+    assert uuids[-2:] == ["late-prompt", "late-reply"]
+    assert set(uuids[:-2]) <= {"first-prompt", "first-call", "first-result", "first-reply"}

@@ -172,9 +172,6 @@ def test_the_hook_imports_nothing_of_happy() -> None:
         [sys.executable, "-S", "-I", "-c", probe], capture_output=True, text=True, check=True
     )
     assert "happy_launcher" not in done.stdout and "pydantic" not in done.stdout
-    assert shlex.split(permission_hook_command(SCRIPT, Path("/s")))[:4] == [
-        "exec",
-        sys.executable,
-        "-S",
-        "-I",
-    ]
+    guard, run = permission_hook_command(SCRIPT, Path("/s")).split("; ")
+    assert shlex.split(guard) == ["test", "-f", str(SCRIPT), "||", "exit", "0"]
+    assert shlex.split(run)[:4] == ["exec", sys.executable, "-S", "-I"]

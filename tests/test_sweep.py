@@ -13,7 +13,12 @@ import pytest
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds, StartEv, TextEv, TurnStartEv
 from happy_launcher.session.procs import ProcessId, is_alive, running, start_time, this_process
 from happy_launcher.session.store import SessionStore
-from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
+from happy_launcher.session.sweep import (
+    KEPT_SETTINGS_DAYS,
+    clean_kept_settings,
+    clean_run_dirs,
+    end_dead_sessions,
+)
 
 TURN = "turn00000000000000000001"
 SUB = "sub000000000000000000001"
@@ -94,6 +99,18 @@ def test_run_dirs_of_dead_launchers_are_removed(tmp_path: Path) -> None:
     clean_run_dirs(run)
     assert sorted(p.name for p in run.iterdir()) == sorted([mine.name, "notes"])
     clean_run_dirs(tmp_path / "missing")  # nothing to do, no error
+
+
+def test_kept_overlays_go_when_they_are_old(tmp_path: Path) -> None:
+    now_ms = 10_000_000_000
+    old, recent = tmp_path / f"{dead_pid()}-old.json", tmp_path / f"{os.getpid()}-new.json"
+    for path, age_days in ((old, KEPT_SETTINGS_DAYS), (recent, KEPT_SETTINGS_DAYS - 1)):
+        path.write_text("{}")
+        mtime = now_ms / 1000 - age_days * 86400
+        os.utime(path, (mtime, mtime))
+    clean_kept_settings(tmp_path, now_ms)
+    assert [p.name for p in tmp_path.iterdir()] == [recent.name]
+    clean_kept_settings(tmp_path / "missing", now_ms)  # nothing to do, no error
 
 
 def test_without_proc_the_kernel_says_which_pids_run(tmp_path: Path) -> None:

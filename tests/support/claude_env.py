@@ -41,7 +41,8 @@ OFFLINE_VARS: dict[str, str] = {
 }
 
 # Inherited from the caller's environment (everything else is dropped: no stray ANTHROPIC_* or CLAUDE_*).
-_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")  # PYTHONPATH: a worktree's sources
+# PYTHONPATH: a `happy` the tests start runs the sources the tests import (a worktree's, say).
+_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")
 
 
 def find_claude_binary() -> Path:

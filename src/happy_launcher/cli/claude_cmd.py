@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from happy_launcher.claude.binary import find_claude
+from happy_launcher.claude.paths import project_dir
+from happy_launcher.claude.picks import resolve_pick
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
 from happy_launcher.local.args import HELP, ClaudeArgs, is_uuid, parse_happy_claude_args
 from happy_launcher.session.config import LocalConfig
@@ -39,6 +41,8 @@ def _run(argv: Sequence[str]) -> int:
     binary = find_claude(env)
     if _asks_version(args):  # no session to mirror: step aside, Claude answers as itself
         os.execve(binary, [str(binary), *args.passthrough], env)
+    # The session Claude would pick, named before the spawn: the run is bound to it from the start.
+    args = args._replace(intent=resolve_pick(args.intent, project_dir(env, Path.cwd())))
     _refuse_busy_session(args, env)
     home = _usable_home(args, env)
     events = open_events_output(args.options.events) if args.options.events is not None else None
@@ -62,7 +66,7 @@ def _asks_version(args: ClaudeArgs) -> bool:
 def _refuse_busy_session(args: ClaudeArgs, env: Mapping[str, str]) -> None:
     """A session another live Claude holds is refused before anything starts: two front ends on
     one id fork its transcript silently (switching-facts §6). Known before launch for
-    `--resume <uuid>` only; a fork is a new session, and `--continue` is Claude's own pick."""
+    `--resume <uuid>` (and what `--continue` or a title was resolved to); a fork is a new session."""
     intent = args.intent
     if intent.kind == "resume" and not intent.fork and intent.resume_id and is_uuid(intent.resume_id):
         from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir

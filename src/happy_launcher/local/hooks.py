@@ -54,9 +54,10 @@ def permission_hook_command(script: Path, socket: Path, python: str = sys.execut
     """The PermissionRequest hook's command: our stdlib-only script (`permission_hook.py`) asking
     the control socket at `socket`. `exec`: Claude kills the hook on Esc, and the kill must reach
     the process holding the socket (its EOF withdraws the request). `-S -I`: no site, no user
-    paths: ~10 ms to start."""
+    paths: ~10 ms to start. The script goes with its run: a Claude started later from a kept
+    overlay (its resume hint) finds none, and the hook exits 0 at once (the dialog decides)."""
     words = [python, "-S", "-I", os.fspath(script), os.fspath(socket)]
-    return "exec " + shlex.join(words)
+    return f"test -f {shlex.quote(os.fspath(script))} || exit 0; exec {shlex.join(words)}"
 
 
 def hook_command(events_path: Path) -> str:
@@ -78,16 +79,23 @@ class HookChannel:
 
     ``HookChannel(runtime_dir)`` creates ``<runtime_dir>/<pid>-<random>/``; :meth:`close` (or leaving the
     ``with`` block, on any exit path) removes it. Closing twice is harmless.
+
+    ``kept_dir``: the overlay is written there instead, as ``<pid>-<random>.json``, and stays after the
+    run, because Claude's resume hint names it (``claude --settings <it> --resume <id>``). On close it
+    is rewritten to the user's own settings alone: a Claude started from it later runs none of happy's
+    hooks. (If happy dies without closing, each of those hooks exits 0 at once: its files are gone.)
     """
 
     EVENTS_NAME = "hook-events.jsonl"
     SETTINGS_NAME = "settings.json"
     PERMISSION_HOOK_NAME = "permission-hook.py"
 
-    def __init__(self, runtime_dir: Path) -> None:
+    def __init__(self, runtime_dir: Path, *, kept_dir: Path | None = None) -> None:
         runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # mkdtemp creates the directory 0700 atomically with a unique name: no race with another launcher.
         self.dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=runtime_dir))
+        self._kept_dir = kept_dir
+        self._detached: tuple[Path, bytes] | None = None  # the kept overlay, and what it becomes on close
         self._closed = False
         try:
             self.events_path = self.dir / self.EVENTS_NAME
@@ -122,7 +130,13 @@ class HookChannel:
             enable_all_hooks=enable_all_hooks,
             permission_command=permission,
         )
-        path = self.dir / self.SETTINGS_NAME
+        if self._kept_dir is None:
+            path = self.dir / self.SETTINGS_NAME
+        else:
+            self._kept_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path = self._kept_dir / f"{self.dir.name}.json"
+            users = build_settings_overlay(user_settings, None, cwd=cwd)
+            self._detached = (path, users.encode())
         _write_private(path, text.encode())
         return path
 
@@ -131,6 +145,9 @@ class HookChannel:
             return
         self._closed = True
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self._detached is not None:
+            with contextlib.suppress(OSError):  # a full disk: the hooks left in it do nothing
+                _write_private(*self._detached)
 
     def __enter__(self) -> Self:
         return self
@@ -191,14 +208,15 @@ def _merged_hooks(user: dict[str, Any], ours: Mapping[str, list[Any]], source: s
 
 def build_settings_overlay(
     user_settings: str | None,
-    hook_command: str,
+    hook_command: str | None,
     *,
     cwd: Path,
     enable_all_hooks: bool = False,
     permission_command: str | None = None,
 ) -> str:
     """The JSON text of the ONE ``--settings`` to pass: the user's settings plus our SessionStart hook
-    (and our PermissionRequest hook, ``permission_command``, when given).
+    (and our PermissionRequest hook, ``permission_command``, when given); ``hook_command`` None: the
+    user's settings alone.
 
     ``user_settings`` is the user's own ``--settings`` value (inline JSON or a path, relative to ``cwd``);
     unreadable or invalid → :class:`UsageError`, never silently dropped. ``enable_all_hooks`` forces
@@ -208,6 +226,8 @@ def build_settings_overlay(
     source = "--settings"
     if user_settings is not None:
         settings, source = _load_user_settings(user_settings, cwd)
+    if hook_command is None:
+        return json.dumps(settings, ensure_ascii=False, separators=(",", ":"))
     entry = [{"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}]
     ours = {"SessionStart": entry, **prompt_hooks(entry)}
     if permission_command is not None:

@@ -37,6 +37,11 @@ class Launch(NamedTuple):
         return None
 
     @property
+    def start_source(self) -> str:
+        """How Claude's SessionStart hook will name the way this launch came to its session."""
+        return "fork" if self.fork else "startup" if self.mode == "fresh" else "resume"
+
+    @property
     def known_sessions(self) -> tuple[str, ...] | None:
         """The sessions whose transcripts this launch reads, when known before it (a fork's
         original first, then the session Claude runs under); None when Claude picks."""

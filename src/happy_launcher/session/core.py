@@ -27,7 +27,7 @@ from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnSt
 from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
 from happy_launcher.session.control_types import Accepted, InputMode
 from happy_launcher.session.events_output import EventsOutput
-from happy_launcher.session.home import run_dir
+from happy_launcher.session.home import run_dir, settings_dir
 from happy_launcher.session.inbound import (
     InboundLedger,
     InboundPrompt,
@@ -38,7 +38,7 @@ from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.procs import is_alive, this_process
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
 from happy_launcher.session.store import SessionInfo, SessionStore
-from happy_launcher.session.sweep import clean_run_dirs, end_dead_sessions
+from happy_launcher.session.sweep import clean_kept_settings, clean_run_dirs, end_dead_sessions
 
 _log = logging.getLogger(__name__)
 # How Claude came to a session id: these continue a conversation that may have a happy session.
@@ -47,7 +47,8 @@ _CONTINUING = frozenset({"resume", "continue"})
 
 class Session:
     """One happy session. Use as a context manager, or call `close()`; `end(status)` ends it
-    (the launchers only end themselves)."""
+    (the launchers only end themselves). `replay`: the run re-sends what its Claude session
+    already holds (--happy-replay-existing), so it is a new happy session, never one continued."""
 
     def __init__(
         self,
@@ -57,8 +58,10 @@ class Session:
         events: EventsOutput | None = None,
         clock: Clock = wall_clock_ms,
         ids: IdFactory | None = None,
+        replay: bool = False,
     ) -> None:
         self._cwd = cwd
+        self._replay = replay  # re-sends its Claude session's history: never continues a happy session
         self._clock = clock
         self._ids = ids if ids is not None else Cuid2Ids()
         self.store = SessionStore.open(home)
@@ -66,6 +69,7 @@ class Session:
         self._sweep(home)
         self.id: str | None = None  # the happy session id, once bound
         self.claude_session_id: str | None = None
+        self._claude_source: str | None = None
         self._mirror: Mirror | None = None
         self._commit: CommitPoint | None = None
         self._subscribers: list[Subscriber] = []
@@ -97,12 +101,16 @@ class Session:
         return None if self._commit is None else self._commit.stats
 
     def set_claude_session(self, claude_session_id: str, source: str, transcript: Path | None) -> None:
-        """Claude runs on `claude_session_id` now (`source`: startup, resume, fork, clear, …)."""
+        """Claude runs on `claude_session_id` now (`source`: startup, resume, fork, clear, …).
+        Told again as it was last told (the SessionStart hook of a start known before the spawn,
+        or of a switch back to the TUI), it is recorded once."""
+        if (claude_session_id, source) == (self.claude_session_id, self._claude_source):
+            return
         if self.id is None:
             earlier = self.store.latest_session_for_claude_id(claude_session_id)
-            self._bind(earlier if source in _CONTINUING else None)
+            self._bind(earlier if source in _CONTINUING and not self._replay else None)
         assert self.id is not None
-        self.claude_session_id = claude_session_id
+        self.claude_session_id, self._claude_source = claude_session_id, source
         self.store.record_claude_session(
             self.id,
             claude_session_id,
@@ -168,6 +176,7 @@ class Session:
         try:
             end_dead_sessions(self.store, self._ids, self._clock)
             clean_run_dirs(run_dir(home))
+            clean_kept_settings(settings_dir(home), self._clock())
         except Exception:
             _log.exception("could not end the sessions of dead launchers")
 

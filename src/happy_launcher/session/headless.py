@@ -57,12 +57,15 @@ def run_headless(cfg: LocalConfig) -> int:
 
     import anyio  # heavy from here on: Claude is already running
 
-    from happy_launcher.session.launcher import SessionRef
+    from happy_launcher.session.launcher import SessionRef, claude_start
     from happy_launcher.session.logfile import log_to
     from happy_launcher.session.tracking import Tracking
 
     log_to(cfg.home)
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events)
+    start = claude_start(launch, cfg.env, cfg.cwd)
+    ref = SessionRef(
+        cfg.home, cfg.cwd, events=cfg.events, starts_on=start, replay=cfg.args.options.replay_existing
+    )
     tracking = Tracking(cfg, ref, launch, hook_events=None, existing=existing)
     outcome: list[DirectExit] = []
     anyio.run(_mirror_until_exit, cfg, ref, tracking, pid, outcome)

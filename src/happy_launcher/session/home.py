@@ -13,6 +13,7 @@ HOME_ENV = "HAPPY_HOME_DIR"
 DEFAULT_DIR_NAME = ".happy"
 RUN_DIR_NAME = "run"
 CONTROL_DIR_NAME = "control"
+SETTINGS_DIR_NAME = "settings"
 SOCKET_SUFFIX = ".sock"
 
 
@@ -88,6 +89,11 @@ def run_dir(home: Path) -> Path:
     except OSError as exc:
         raise StoreError(_unusable(home, exc)) from exc
     return path
+
+
+def settings_dir(home: Path) -> Path:
+    """Where each run's `--settings` overlay stays after the run: Claude's resume hint names it."""
+    return home / SETTINGS_DIR_NAME
 
 
 def control_dir(home: Path) -> Path:

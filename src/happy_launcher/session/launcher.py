@@ -10,13 +10,16 @@ Claude before the session's store, mapper and sinks are loaded (`SessionRef`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
+from happy_launcher.claude.paths import transcript_path
 from happy_launcher.session.events_output import EventsOutput
 
 if TYPE_CHECKING:
+    from happy_launcher.local.launch import Launch
     from happy_launcher.local.terminal import SignalReceiver
     from happy_launcher.protocol import TurnStatus
     from happy_launcher.remote.permissions import PermissionBroker
@@ -46,6 +49,23 @@ class LauncherExit:
         if self.reason == "aborted" or self.stopped_by_us:
             return "cancelled"
         return "completed" if self.code == 0 else "failed"
+
+
+class ClaudeStart(NamedTuple):
+    """The Claude session a run's first launch runs on, known before the spawn, named as its
+    SessionStart hook will name it."""
+
+    session_id: str
+    source: str
+    transcript: Path
+
+
+def claude_start(launch: Launch, env: Mapping[str, str], cwd: Path) -> ClaudeStart | None:
+    """What `launch` runs on, when known before the spawn (None: Claude picks, and says which)."""
+    expected = launch.expected_session_id
+    if expected is None:
+        return None
+    return ClaudeStart(expected, launch.start_source, transcript_path(env, cwd, expected))
 
 
 class Front(Protocol):
@@ -79,7 +99,11 @@ class SessionRef:
     raised again by the next `get()`): the caller decides whether Claude goes on unmirrored.
     `front`: the running launcher's, for the controller (None between launchers).
     `signals`: the run's, once it catches them (`session.run_signals`).
-    `remote_input`: how the TUI takes a message sent without a mode (--happy-remote-input)."""
+    `remote_input`: how the TUI takes a message sent without a mode (--happy-remote-input).
+    `starts_on`: the Claude session the run starts on, when known before the spawn: the session
+    is bound to it as it opens, so a resume continues its happy session whatever Claude writes
+    first (metadata it re-writes, its SessionStart hook arriving late) and whatever comes first
+    from a client. `replay`: the run re-sends the history (`Session`)."""
 
     def __init__(
         self,
@@ -88,12 +112,17 @@ class SessionRef:
         *,
         events: EventsOutput | None = None,
         remote_input: InputMode = "switch",
+        starts_on: ClaudeStart | None = None,
+        replay: bool = False,
     ) -> None:
         self.home = home
+        self._starts_on = starts_on
+        self._replay = replay
         self.cwd = cwd
         self.events = events
         self.remote_input: InputMode = remote_input
         self._session: Session | None = None
+        self.claude_session_id: str | None = None  # the last one the session ran on, once ended
         self.failure: Exception | None = None
         self.front: Front | None = None
         self.signals: RunSignals | None = None
@@ -107,11 +136,21 @@ class SessionRef:
             from happy_launcher.session.core import Session  # heavy: store, mapper, sqlite3
 
             try:
-                self._session = Session(self.home, self.cwd, events=self.events)
+                self._session = self._open(Session)
             except Exception as exc:
                 self.failure = exc
                 raise
         return self._session
+
+    def _open(self, make: type[Session]) -> Session:
+        session = make(self.home, self.cwd, events=self.events, replay=self._replay)
+        if self._starts_on is not None:
+            try:
+                session.set_claude_session(*self._starts_on)
+            except BaseException:
+                session.close()
+                raise
+        return session
 
     @property
     def receive_signals(self) -> SignalReceiver:
@@ -153,6 +192,7 @@ class SessionRef:
         session, self._session = self._session, None
         if session is None:
             return []
+        self.claude_session_id = session.claude_session_id
         try:
             session.end(status)
         except Exception as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.claude.existing import ExistingFiles
@@ -18,7 +20,8 @@ from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
 from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.home import run_dir, socket_path
+from happy_launcher.session.home import run_dir, settings_dir, socket_path
+from happy_launcher.session.launcher import ClaudeStart, LauncherExit, SessionRef, claude_start
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
     from happy_launcher.local.exits import ChildExit
     from happy_launcher.local.pty_session import PtySession
     from happy_launcher.local.terminal import SignalReceiver
-    from happy_launcher.session.launcher import LauncherExit, SessionRef
     from happy_launcher.session.tracking import TrackerFactory, Tracking
 
 __all__ = ["LocalConfig", "LocalLauncher", "run_local"]
@@ -42,11 +44,33 @@ async def run_local(
 
     launcher = launcher if launcher is not None else LocalLauncher(cfg, make_tracker=make_tracker)
     if cfg.home is None:  # not mirrored: no session to drive from elsewhere either
-        return (await launcher.run(None)).code
+        code = (await launcher.run(None)).code
+        start = launcher.claude_start
+        say_how_to_resume(cfg, None if start is None else start.session_id)
+        return code
     from happy_launcher.session.modes import run_controlled
 
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
-    return (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
+    ref = SessionRef(
+        cfg.home,
+        cfg.cwd,
+        events=cfg.events,
+        remote_input=cfg.args.options.remote_input,
+        starts_on=launcher.claude_start,
+        replay=cfg.args.options.replay_existing,
+    )
+    code = (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
+    say_how_to_resume(cfg, ref.claude_session_id)
+    return code
+
+
+def say_how_to_resume(cfg: LocalConfig, claude_session_id: str | None) -> None:
+    """After Claude's own resume hint, happy's: resumed through happy, the conversation stays in
+    its happy session. Only for a conversation there is (Claude wrote its transcript)."""
+    if claude_session_id is None or not transcript_path(cfg.env, cfg.cwd, claude_session_id).is_file():
+        return
+    home = cfg.args.options.home
+    words = ["happy", "claude", *(["--happy-home", str(home)] if home is not None else [])]
+    sys.stderr.write(f"Resume with: {shlex.join([*words, '--resume', claude_session_id])}\n")
 
 
 class _Started(NamedTuple):
@@ -67,6 +91,12 @@ class LocalLauncher:
         self._cfg = cfg
         self._make_tracker = make_tracker
         self._resume = resume
+        # Made now, not at the spawn: the session binds to what it runs on before Claude starts.
+        if resume is None:
+            self._launch = launch_plan(cfg.args.intent)
+        else:  # before the first prompt there is no transcript to resume: the same id, anew
+            started = transcript_path(cfg.env, cfg.cwd, resume).exists()
+            self._launch = relaunch(resume, has_transcript=started)
         self._started: _Started | None = None
         self._cleanup = contextlib.ExitStack()  # the hook channel; Claude, if never run
         self.failure: Exception | None = None  # mirroring failed (Claude went on)
@@ -74,15 +104,11 @@ class LocalLauncher:
     def start(self) -> None:
         """Spawn Claude (with our hook when the run is mirrored), without an event loop; `run`
         takes it over. `close` ends what `run` never took over."""
-        cfg = self._cfg
-        if self._resume is None:
-            launch = launch_plan(cfg.args.intent)
-        else:
-            started = transcript_path(cfg.env, cfg.cwd, self._resume).exists()
-            launch = relaunch(self._resume, has_transcript=started)
+        cfg, launch = self._cfg, self._launch
         settings, hook_events = cfg.args.user_settings, None
         if cfg.home is not None:
-            channel = self._cleanup.enter_context(HookChannel(run_dir(cfg.home)))
+            channel = HookChannel(run_dir(cfg.home), kept_dir=settings_dir(cfg.home))
+            self._cleanup.enter_context(channel)
             settings = str(
                 channel.write_settings(
                     settings,
@@ -105,6 +131,11 @@ class LocalLauncher:
 
     def close(self) -> None:
         self._cleanup.close()
+
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        """The Claude session this launch runs on, when known before the spawn."""
+        return claude_start(self._launch, self._cfg.env, self._cfg.cwd)
 
     async def run(self, session: SessionRef | None) -> LauncherExit:
         with self._cleanup:
@@ -153,7 +184,6 @@ class LocalLauncher:
 
 def _switched(session: SessionRef) -> LauncherExit:
     """Stopped for a switch: a turn Claude did not close (no interrupt record) ends `cancelled`."""
-    from happy_launcher.session.launcher import LauncherExit
     from happy_launcher.session.local_front import turn_open
 
     if turn_open(session):
@@ -162,8 +192,6 @@ def _switched(session: SessionRef) -> LauncherExit:
 
 
 def _exit(child: ChildExit) -> LauncherExit:
-    from happy_launcher.session.launcher import LauncherExit
-
     return LauncherExit("exited", code=child.code, stopped_by_us=child.stopped_by_us)
 
 

@@ -67,11 +67,9 @@ class LocalTracker:
         if launch.fork and launch.target is not None:
             # The fork's file starts with a copy of the original's records: seed their keys.
             self._add(self._path(launch.target), history=True)
-        path = self._path(expected)
-        self._add(path, history=history)
-        if self._hooks is None:  # no SessionStart hook will name it: record it now
-            source = "fork" if launch.fork else "startup" if launch.mode == "fresh" else "resume"
-            self._record_claude_session(expected, source, path)
+        # The session was bound to it as it opened (`SessionRef.starts_on`), or, on a later
+        # launch of the run, its SessionStart hook records it.
+        self._add(self._path(expected), history=history)
 
     def _path(self, session_id: str) -> Path:
         return transcript_path(self._cfg.env, self._cfg.cwd, session_id)

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PROC = Path("/proc")
-_STARTTIME_FIELD = 21  # 0-based index of `starttime` in /proc/<pid>/stat (fields after the comm)
+_STATE_FIELD = 2  # 0-based indexes in /proc/<pid>/stat: `state`, `starttime`
+_STARTTIME_FIELD = 21
+# A process that has exited but is not reaped yet (or is being reaped) still has its /proc entry.
+_GONE_STATES = frozenset({b"Z", b"X"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +22,12 @@ class ProcessId:
 
 def start_time(pid: int, proc: Path = _PROC) -> int | None:
     """The start time of `pid`, or None if there is no such process (or no /proc)."""
+    stat = _stat(pid, proc)
+    return None if stat is None else stat[1]
+
+
+def _stat(pid: int, proc: Path) -> tuple[bytes, int] | None:
+    """`pid`'s state letter and start time, or None if there is no such process (or no /proc)."""
     try:
         stat = (proc / str(pid) / "stat").read_bytes()
     except OSError:
@@ -26,7 +35,7 @@ def start_time(pid: int, proc: Path = _PROC) -> int | None:
     # The comm field is in parentheses and may itself hold spaces or parentheses.
     fields = stat[stat.rfind(b")") + 2 :].split()
     try:
-        return int(fields[_STARTTIME_FIELD - 2])
+        return fields[_STATE_FIELD - 2], int(fields[_STARTTIME_FIELD - 2])
     except (IndexError, ValueError):
         return None
 
@@ -36,11 +45,13 @@ def this_process(pid: int, proc: Path = _PROC) -> ProcessId:
 
 
 def is_alive(owner: ProcessId, proc: Path = _PROC) -> bool:
-    """Whether the process `owner` names is still running (not merely its pid)."""
-    now = start_time(owner.pid, proc)
-    if now is None:
+    """Whether the process `owner` names is still running (not merely its pid, nor a zombie
+    that has exited and waits for its parent to reap it)."""
+    stat = _stat(owner.pid, proc)
+    if stat is None:
         return running(owner.pid, proc)
-    return owner.start is None or owner.start == now
+    state, now = stat
+    return state not in _GONE_STATES and (owner.start is None or owner.start == now)
 
 
 def running(pid: int, proc: Path = _PROC) -> bool:

@@ -1,10 +1,12 @@
 """Ending what a dead launcher left behind (kill -9, a crash, a power cut): its session stays
 `running` and its turn open, and its private run directory stays. Every start of happy sweeps
 them, off Claude's start-up path: the session ends `failed` with what was open closed, exactly
-as if the launcher had seen Claude fail, and the run directory goes."""
+as if the launcher had seen Claude fail, and the run directory goes. The `--settings` overlays
+kept for Claude's resume hints go once they are `KEPT_SETTINGS_DAYS` old."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from collections.abc import Callable
@@ -28,6 +30,7 @@ from happy_launcher.session.store import SessionStore
 
 _log = logging.getLogger(__name__)
 _PAGE = 5_000
+KEPT_SETTINGS_DAYS = 30
 
 
 def end_dead_sessions(
@@ -94,3 +97,16 @@ def clean_run_dirs(run_dir: Path) -> None:
         pid, dash, _ = entry.name.partition("-")
         if dash and pid.isdigit() and not running(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def clean_kept_settings(settings_dir: Path, now_ms: int) -> None:
+    """Remove the kept overlays (`<pid>-….json`) last written `KEPT_SETTINGS_DAYS` ago or more."""
+    oldest = now_ms / 1000 - KEPT_SETTINGS_DAYS * 86400
+    try:
+        entries = list(settings_dir.glob("*.json"))
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.stat().st_mtime <= oldest:
+                entry.unlink()
