@@ -156,7 +156,7 @@ def test_abort_ends_running_calls_then_closes_the_turn_after_what_was_queued() -
     assert [e.to_dict()["ev"] for e in sink.envelopes][2:] == [
         {"t": "text", "text": "running"},
         {"t": "tool-call-start", "call": "toolu_1", "name": "Bash", **SLEEP_TITLES, "args": SLEEP},
-        {"t": "tool-call-end", "call": "toolu_1"},
+        {"t": "tool-call-end", "call": "toolu_1", "status": "cancelled"},
         {"t": "turn-end", "status": "cancelled"},
     ]
 
