@@ -14,7 +14,14 @@ import anyio
 import orjson
 import pytest
 
-from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TextEv, ToolCallStartEv
+from happy_launcher.protocol import (
+    EnvelopeFactory,
+    SequentialIds,
+    TextEv,
+    ToolCallEndEv,
+    ToolCallStartEv,
+    ToolStatus,
+)
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
 from happy_launcher.session.control_socket import make_control_dir
@@ -163,6 +170,27 @@ async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: 
     assert done.returncode == 0 and done.stdout == b"".join(env.to_json() + b"\n" for env in made)
     pretty = await happy(tmp_path, "watch", "hs-old")
     assert pretty.returncode == 0 and "message 2" in pretty.stdout.decode()
+
+
+async def test_watch_tells_a_tool_call_that_failed_was_denied_or_cancelled_from_one_that_succeeded(
+    tmp_path: Path,
+) -> None:
+    store_session(tmp_path, "hs-old", None)
+    make = EnvelopeFactory(SequentialIds("e"))
+    statuses: list[ToolStatus | None] = [None, "failed", "denied", "cancelled"]
+    ends = [ToolCallEndEv(call=f"c{i}", status=status) for i, status in enumerate(statuses)]
+    store = SessionStore.open(tmp_path)
+    store.append_envelopes("hs-old", [make.agent(ev, turn="t1", time=1_700_000_000_000) for ev in ends])
+    store.end_session("hs-old", "completed", 2)
+    store.close()
+    done = await happy(tmp_path, "watch", "hs-old")
+    assert done.returncode == 0, done.stderr
+    assert [line[9:] for line in done.stdout.decode().splitlines()] == [
+        "agent    ← tool done",
+        "agent    ✗ tool failed",
+        "agent    ✗ tool denied",
+        "agent    tool cancelled",
+    ]
 
 
 async def test_watch_follows_a_running_session_until_it_ends(tmp_path: Path) -> None:
