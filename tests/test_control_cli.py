@@ -29,7 +29,7 @@ from happy_launcher.session.control_types import PendingRequest
 from happy_launcher.session.home import socket_path
 from happy_launcher.session.procs import ProcessId, this_process
 from happy_launcher.session.store import SessionStore
-from tests.support.control import Envelopes, facts, running
+from tests.support.control import Envelopes, facts, running, stored_session
 from tests.support.happy_tui import happy_executable
 
 pytestmark = pytest.mark.anyio
@@ -124,6 +124,24 @@ async def test_sessions_shows_a_dead_launcher_as_ended(tmp_path: Path) -> None:
     assert by_id["hs-alpha"]["state"] == "running" and by_id["hs-alpha"]["mode"] == "local"
     assert by_id["hs-dead"]["state"] == "ended" and by_id["hs-dead"]["mode"] is None
     assert any("hs-dead" in line and " ended " in line for line in table)
+
+
+async def test_sessions_names_each_session_by_claude_s_title_or_its_first_prompt(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    title = {"type": "custom-title", "customTitle": "Renamed \x1b]0;owned\x07 [red]x[/red]"}
+    transcript.write_bytes(orjson.dumps(title) + b"\n")
+    stored_session(tmp_path, "hs-named", prompt="Ignored", at=2_000, transcript=transcript)
+    stored_session(tmp_path, "hs-prompt", prompt="Make it fast\nand small", at=1_000)
+    table = (await happy(tmp_path, "sessions")).stdout.decode().splitlines()
+    rows = [orjson.loads(line) for line in (await happy(tmp_path, "sessions", "--json")).stdout.splitlines()]
+    assert table[0].split()[-2:] == ["CWD", "TITLE"]
+    assert table[1].endswith("/work/project  Renamed ␛]0;owned␇ [red]x[/red]")
+    assert table[2].endswith("/work/project  Make it fast …")
+    assert [(row["happy_id"], row["title"]) for row in rows] == [
+        ("hs-named", "Renamed \x1b]0;owned\x07 [red]x[/red]"),
+        ("hs-prompt", "Make it fast …"),
+    ]
+    assert not {"first_prompt", "transcript", "socket"} & rows[0].keys()
 
 
 async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
