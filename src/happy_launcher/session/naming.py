@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -55,8 +56,13 @@ class TranscriptTitles:
 
     def __init__(self) -> None:
         self._scans: dict[str, _Scan] = {}
+        self._lock = threading.Lock()  # the web server reads from worker threads, one at a time
 
     def title(self, path: str) -> str | None:
+        with self._lock:
+            return self._title(path)
+
+    def _title(self, path: str) -> str | None:
         try:
             with Path(path).open("rb") as file:
                 stat = os.fstat(file.fileno())
