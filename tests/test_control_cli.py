@@ -14,7 +14,15 @@ import anyio
 import orjson
 import pytest
 
-from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds, TextEv, ToolCallStartEv
+from happy_launcher.protocol import (
+    Envelope,
+    EnvelopeFactory,
+    SequentialIds,
+    TextEv,
+    ToolCallEndEv,
+    ToolCallStartEv,
+    ToolStatus,
+)
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
 from happy_launcher.session.control_socket import make_control_dir
@@ -22,7 +30,7 @@ from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
 from happy_launcher.session.home import socket_path
 from happy_launcher.session.procs import ProcessId, this_process
 from happy_launcher.session.store import SessionStore
-from tests.support.control import Envelopes, facts, running
+from tests.support.control import Envelopes, facts, running, stored_session
 from tests.support.happy_tui import happy_executable
 
 pytestmark = pytest.mark.anyio
@@ -119,6 +127,24 @@ async def test_sessions_shows_a_dead_launcher_as_ended(tmp_path: Path) -> None:
     assert any("hs-dead" in line and " ended " in line for line in table)
 
 
+async def test_sessions_names_each_session_by_claude_s_title_or_its_first_prompt(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    title = {"type": "custom-title", "customTitle": "Renamed \x1b]0;owned\x07 [red]x[/red]"}
+    transcript.write_bytes(orjson.dumps(title) + b"\n")
+    stored_session(tmp_path, "hs-named", prompt="Ignored", at=2_000, transcript=transcript)
+    stored_session(tmp_path, "hs-prompt", prompt="Make it fast\nand small", at=1_000)
+    table = (await happy(tmp_path, "sessions")).stdout.decode().splitlines()
+    rows = [orjson.loads(line) for line in (await happy(tmp_path, "sessions", "--json")).stdout.splitlines()]
+    assert table[0].split()[-2:] == ["CWD", "TITLE"]
+    assert table[1].endswith("/work/project  Renamed ␛]0;owned␇ [red]x[/red]")
+    assert table[2].endswith("/work/project  Make it fast …")
+    assert [(row["happy_id"], row["title"]) for row in rows] == [
+        ("hs-named", "Renamed \x1b]0;owned\x07 [red]x[/red]"),
+        ("hs-prompt", "Make it fast …"),
+    ]
+    assert not {"first_prompt", "transcript", "socket"} & rows[0].keys()
+
+
 async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
     async with live_session(tmp_path) as controller:
         switched = await happy(tmp_path, "switch", "--to", "remote")
@@ -176,6 +202,27 @@ async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: 
     assert done.returncode == 0 and done.stdout == b"".join(env.to_json() + b"\n" for env in made)
     pretty = await happy(tmp_path, "watch", "hs-old")
     assert pretty.returncode == 0 and "message 2" in pretty.stdout.decode()
+
+
+async def test_watch_tells_a_tool_call_that_failed_was_denied_or_cancelled_from_one_that_succeeded(
+    tmp_path: Path,
+) -> None:
+    store_session(tmp_path, "hs-old", None)
+    make = EnvelopeFactory(SequentialIds("e"))
+    statuses: list[ToolStatus | None] = [None, "failed", "denied", "cancelled"]
+    ends = [ToolCallEndEv(call=f"c{i}", status=status) for i, status in enumerate(statuses)]
+    store = SessionStore.open(tmp_path)
+    store.append_envelopes("hs-old", [make.agent(ev, turn="t1", time=1_700_000_000_000) for ev in ends])
+    store.end_session("hs-old", "completed", 2)
+    store.close()
+    done = await happy(tmp_path, "watch", "hs-old")
+    assert done.returncode == 0, done.stderr
+    assert [line[9:] for line in done.stdout.decode().splitlines()] == [
+        "agent    ← tool done",
+        "agent    ✗ tool failed",
+        "agent    ✗ tool denied",
+        "agent    tool cancelled",
+    ]
 
 
 async def test_watch_follows_a_running_session_until_it_ends(tmp_path: Path) -> None:

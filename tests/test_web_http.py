@@ -5,9 +5,11 @@ server over a FakeController (the browser tests, test_web_e2e.py, use the real C
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 import stat
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,16 +21,19 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from happy_launcher.errors import UsageError
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
+from happy_launcher.session.procs import this_process
+from happy_launcher.session.store import SessionStore
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
 from happy_launcher.web.body_limit import BODY_LIMIT
 from happy_launcher.web.devices import DeviceStore
 from happy_launcher.web.run import lan_address, reach
-from tests.support.control import Envelopes, facts, running
+from tests.support.control import Envelopes, facts, running, stored_session
 from tests.support.happy_tui import happy_executable
-from tests.support.web import WebServer, pair, request
+from tests.support.web import Answer, WebServer, pair, request
 
 pytestmark = pytest.mark.timeout(60)
 UNAUTHORIZED = b'{"error":"unauthorized"}'
+DAY_MS = 24 * 3600 * 1000
 
 
 @pytest.fixture
@@ -315,3 +320,49 @@ def test_a_message_over_1_mib_is_refused_in_words(server: WebServer, controller:
     quoted = '"line"\n' * (MAX_MESSAGE // 7)  # just under 1 MiB, but JSON escapes make its line longer
     assert command(server, token, {"id": "fits", "type": "send", "text": quoted})[0] == 200
     assert [text for _, text in controller.sent.values()] == [quoted]
+
+
+def test_the_list_names_each_session_and_an_ended_one_can_be_hidden(server: WebServer) -> None:
+    """Titles: Claude's own (from the transcript), else the first prompt cut to one line. The
+    hidden set is the server's (every device sees it, a restart keeps it); only an ended session
+    can be hidden, and one that runs again is shown again, for good."""
+    home, now = server.home, time.time_ns() // 1_000_000
+    transcript = home.parent / "named.jsonl"
+    transcript.write_bytes(orjson.dumps({"type": "custom-title", "customTitle": "Named by the user"}) + b"\n")
+    stored_session(home, "hs-old", prompt="Fix the flaky test\nin CI", at=now - 2 * DAY_MS)
+    stored_session(home, "hs-named", prompt="a prompt", at=now, transcript=transcript)
+    stored_session(home, "hs-run", prompt="Still going", at=now, owner=this_process(os.getpid()))
+    token = pair(server)
+
+    def listed() -> dict[str, tuple[str | None, str, bool]]:
+        rows = request(server, "/api/sessions", token=token).json()
+        return {row["id"]: (row["title"], row["state"], row["hidden"]) for row in rows}
+
+    def hide(session: str, body: Any, **options: Any) -> Answer:
+        path = f"/api/sessions/{session}/hidden"
+        return request(server, path, method="POST", token=token, body=body, **options)
+
+    assert listed() == {
+        "hs-run": ("Still going", "running", False),
+        "hs-named": ("Named by the user", "completed", False),
+        "hs-old": ("Fix the flaky test …", "completed", False),
+    }
+    assert hide("hs-run", {"hidden": True}).status == 409
+    assert hide("hs-old", {"hidden": "yes"}).status == 400 and hide("hs-old", {}).status == 400
+    assert hide("hs-nope", {"hidden": True}).status == 404
+    assert hide("hs-old", {"hidden": True}, origin="http://evil.example").status == 403
+    assert hide("hs-old", {"hidden": True}).status == 200 and hide("hs-named", {"hidden": True}).status == 200
+    assert hide("hs-named", {"hidden": False}).status == 200
+    hidden = home / "web" / "hidden.json"
+    assert stat.S_IMODE(hidden.stat().st_mode) == 0o600
+    server.restart()
+    assert listed()["hs-old"] == ("Fix the flaky test …", "completed", True)
+    assert listed()["hs-named"][2] is False
+    store = SessionStore.open(home)
+    try:
+        store.reopen_session("hs-old", owner=this_process(os.getpid()))
+        assert listed()["hs-old"] == ("Fix the flaky test …", "running", False)
+        store.end_session("hs-old", "completed", now)
+        assert listed()["hs-old"] == ("Fix the flaky test …", "completed", False)
+    finally:
+        store.close()

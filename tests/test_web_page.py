@@ -1,14 +1,18 @@
 """The page in a real browser (Debian's Chromium under Playwright) over the real `happy web`,
 fed envelopes by a FakeController behind a control socket (no Claude needed): agent text
-rendered as Markdown and safely (hostile text stays text, no script runs, the CSP holds), and
-tool calls that did not succeed shown as such."""
+rendered as Markdown and safely (hostile text stays text, no script runs, the CSP holds), tool
+calls that did not succeed shown as such, and the session list (titles, the "Older" fold,
+hiding)."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -24,7 +28,9 @@ from happy_launcher.protocol import (
     TurnStartEv,
 )
 from happy_launcher.session.control_fake import FakeController
-from tests.support.control import facts, running
+from happy_launcher.session.procs import this_process
+from happy_launcher.session.store import SessionStore
+from tests.support.control import facts, running, stored_session
 from tests.support.web import WebServer, chromium
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,6 +49,12 @@ and <script>window.pwned=2</script>
 print("a line long enough to need scrolling sideways on a phone: %s" % ("x" * 300))
 ```
 """
+LONG_PROMPT = (
+    "Refactor the parser so that every token keeps its source position, and report errors with"
+    " the line and column\nthen update the tests\nand the docs"
+)
+HOSTILE_PROMPT = '<img src=x onerror="window.pwned=1"> <b>bold?</b>'
+DAY_MS = 24 * 3600 * 1000
 UNCLOSED = "Before\n```js\nunclosed <img src=x onerror=window.pwned=4>\n[z](https://example.com/in-code)"
 
 
@@ -60,17 +72,29 @@ def controller(home: Path) -> Iterator[FakeController]:
 
 
 @pytest.fixture
-def page(home: Path, controller: FakeController) -> Iterator[Any]:
-    server = WebServer(home)
+def server(home: Path, controller: FakeController) -> Iterator[WebServer]:
+    web = WebServer(home)
+    yield web
+    web.kill()
+
+
+@pytest.fixture
+def listing(server: WebServer) -> Iterator[Any]:
+    """A paired phone-sized page, on the session list."""
     with chromium() as browser:
         page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
         page.csp_errors = []
         page.on("console", lambda m: "Content Security Policy" in m.text and page.csp_errors.append(m.text))
         page.goto(server.url)
         page.wait_for_selector("#app:not([hidden])", timeout=WAIT_MS)
-        page.goto(f"{server.base}/#s=hs-web")
         yield page
-    server.kill()
+
+
+@pytest.fixture
+def page(listing: Any, server: WebServer) -> Any:
+    """The page showing the running session hs-web."""
+    listing.goto(f"{server.base}/#s=hs-web")
+    return listing
 
 
 def turn(*events: Event) -> list[Envelope]:
@@ -134,3 +158,74 @@ def test_a_tool_call_that_did_not_succeed_is_shown_as_such(page: Any, controller
     assert classes == ["tool done", "tool failed", "tool denied", "tool cancelled"]
     colors = tools.locator(".status").evaluate_all("ss => ss.map(s => getComputedStyle(s).backgroundColor)")
     assert colors[0] != colors[1] == colors[2] == colors[3]  # the failures stand out alike
+
+
+def names(page: Any, ul: str) -> list[str]:
+    return page.locator(f"#{ul} li .name").all_inner_texts()  # type: ignore[no-any-return]
+
+
+def test_the_list_names_sessions_by_what_they_are_about_and_folds_older_ones(
+    listing: Any, home: Path, tmp_path: Path
+) -> None:
+    now = time.time_ns() // 1_000_000
+    transcript = tmp_path / "named.jsonl"
+    transcript.write_bytes(orjson.dumps({"type": "ai-title", "aiTitle": "Titled by Claude"}) + b"\n")
+    stored_session(home, "hs-named", prompt="not this", at=now - 1000, transcript=transcript)
+    stored_session(home, "hs-long", prompt=LONG_PROMPT, at=now - 2000, cwd="/src/parser")
+    stored_session(home, "hs-html", prompt=HOSTILE_PROMPT, at=now - 3000)
+    stored_session(home, "hs-old", prompt="Old work", at=now - 2 * DAY_MS)
+    listing.reload()
+    listing.wait_for_function("() => document.querySelectorAll('#sessions li').length === 4", timeout=WAIT_MS)
+    first_line = LONG_PROMPT.splitlines()[0]
+    assert (
+        names(listing, "sessions")
+        == [
+            "project",  # the running session (no prompt yet): its directory
+            "Titled by Claude",
+            first_line[:79] + "…",
+            HOSTILE_PROMPT,
+        ]
+    )
+    long = listing.locator("#sessions li[data-id=hs-long]")
+    assert long.locator(".where").inner_text().startswith("parser · ")
+    assert long.locator(".name").evaluate("n => n.getClientRects().length === 1 && n.offsetHeight < 30")
+    # Ended and quiet for a day: folded under "Older", closed.
+    assert listing.locator("#older-group summary").inner_text() == "Older (1)"
+    assert not listing.locator("#older li").is_visible()
+    listing.locator("#older-group summary").click()
+    assert names(listing, "older") == ["Old work"]
+    assert listing.locator("#older li").is_visible()
+    assert listing.evaluate("window.pwned") is None
+    assert listing.locator("#list img").count() == 0 and listing.csp_errors == []
+    listing.screenshot(path=str(tmp_path / "list-390.png"))
+
+
+def test_an_ended_session_can_be_hidden_and_shown_again(listing: Any, home: Path) -> None:
+    now = time.time_ns() // 1_000_000
+    stored_session(home, "hs-done", prompt="Done already", at=now)
+    listing.reload()
+    row = listing.locator("#sessions li[data-id=hs-done]")
+    row.locator("button.hide").click()
+    listing.wait_for_function(
+        "() => !document.querySelector('#sessions li[data-id=hs-done]')", timeout=WAIT_MS
+    )
+    assert listing.locator("#hidden-group summary").inner_text() == "Hidden (1)"
+    assert not listing.locator("#hidden-sessions li").is_visible()
+    assert orjson.loads((home / "web" / "hidden.json").read_bytes()) == ["hs-done"]
+    assert listing.evaluate("location.hash") == ""  # the button did not open the session
+    # A running session has no such button.
+    assert listing.locator("#sessions li[data-id=hs-web] button").count() == 0
+    listing.locator("#hidden-group summary").click()
+    listing.locator("#hidden-sessions li[data-id=hs-done] button.hide").click()  # "Show"
+    listing.wait_for_selector("#sessions li[data-id=hs-done]", timeout=WAIT_MS)
+    assert listing.locator("#hidden-group").is_hidden()
+    # Hidden again, it comes back by itself when it runs again.
+    listing.locator("#sessions li[data-id=hs-done] button.hide").click()
+    listing.wait_for_selector("#hidden-sessions li[data-id=hs-done]", state="attached", timeout=WAIT_MS)
+    store = SessionStore.open(home)
+    try:
+        store.reopen_session("hs-done", owner=this_process(os.getpid()))
+    finally:
+        store.close()
+    listing.wait_for_selector("#sessions li[data-id=hs-done] .badge.running", timeout=WAIT_MS)
+    assert listing.locator("#hidden-group").is_hidden()

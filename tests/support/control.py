@@ -11,10 +11,12 @@ from typing import Any
 
 import anyio
 
-from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds
+from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds, TextEv
 from happy_launcher.session.control_fake import FakeController
 from happy_launcher.session.control_server import serve
 from happy_launcher.session.control_types import SessionFacts
+from happy_launcher.session.procs import ProcessId
+from happy_launcher.session.store import SessionStore
 
 
 def facts(**changes: Any) -> SessionFacts:
@@ -75,3 +77,37 @@ def wait_for_file(path: Path, timeout: float) -> None:
             watcher.close()
 
     anyio.run(wait)
+
+
+def stored_session(
+    home: Path,
+    session_id: str,
+    *,
+    prompt: str | None,
+    at: int,
+    cwd: str = "/work/project",
+    transcript: Path | None = None,
+    owner: ProcessId | None = None,
+) -> None:
+    """A session in the store under `home` whose first user message is `prompt` (after agent
+    text), last active at `at` (ms); ended unless `owner` (its launcher) is given; its Claude
+    session's transcript at `transcript`."""
+    make = EnvelopeFactory(SequentialIds("e" + "".join(c for c in session_id.lower() if c.isalnum())))
+    store = SessionStore.open(home)
+    try:
+        store.create_session(session_id, cwd=cwd, started_at=at - 1000, owner=owner)
+        store.record_claude_session(
+            session_id,
+            f"claude-{session_id}",
+            source="startup",
+            seen_at=at,
+            transcript_path=None if transcript is None else str(transcript),
+        )
+        envelopes = [make.agent(TextEv(text="agent text first"), turn="t0", time=at - 2)]
+        if prompt is not None:
+            envelopes += [make.user_text(prompt, at - 1), make.user_text("a later prompt", at - 1)]
+        store.append_envelopes(session_id, [*envelopes, make.agent(TextEv(text="done"), turn="t1", time=at)])
+        if owner is None:
+            store.end_session(session_id, "completed", at)
+    finally:
+        store.close()

@@ -18,10 +18,12 @@ import typer
 
 from happy_launcher.cli.app import fail
 from happy_launcher.errors import HappyError, UsageError
+from happy_launcher.plain_text import visible
 from happy_launcher.session import verbs
 from happy_launcher.session.control_discovery import SessionView
 from happy_launcher.session.control_types import InputMode
 from happy_launcher.session.home import happy_home
+from happy_launcher.session.naming import TranscriptTitles, session_title
 
 _T = TypeVar("_T")
 SessionArg = Annotated[
@@ -45,21 +47,26 @@ def _run(verb: Callable[[Path], Awaitable[_T]]) -> _T:
 def sessions(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session.")] = False,
 ) -> None:
-    """List running and recent sessions: ids, state, mode, pid, started, last activity, cwd."""
+    """List running and recent sessions: ids, state, mode, pid, started, last activity, cwd, title."""
     views = _run(verbs.sessions)
+    reader = TranscriptTitles()
+    titles = [session_title(view.first_prompt, view.transcript, reader) for view in views]
     if as_json:
         import orjson
 
-        for view in views:
-            row = {k: getattr(view, k) for k in SessionView.__slots__ if k != "socket"}
-            typer.echo(orjson.dumps(row).decode())
+        for view, title in zip(views, titles, strict=True):
+            row = {k: getattr(view, k) for k in SessionView.__slots__ if k not in _NOT_LISTED}
+            typer.echo(orjson.dumps({**row, "title": title}).decode())
         return
-    typer.echo(_table(views))
+    typer.echo(_table(views, titles))
 
 
-def _table(views: list[SessionView]) -> str:
-    rows = [("HAPPY ID", "CLAUDE ID", "STATE", "MODE", "PID", "STARTED", "LAST ACTIVITY", "CWD")]
-    for v in views:
+_NOT_LISTED = frozenset({"socket", "first_prompt", "transcript"})  # the title stands for them
+
+
+def _table(views: list[SessionView], titles: list[str | None]) -> str:
+    rows = [("HAPPY ID", "CLAUDE ID", "STATE", "MODE", "PID", "STARTED", "LAST ACTIVITY", "CWD", "TITLE")]
+    for v, title in zip(views, titles, strict=True):
         rows.append(
             (
                 v.happy_id or "-",
@@ -70,6 +77,7 @@ def _table(views: list[SessionView]) -> str:
                 _when(v.started_at),
                 _when(v.last_activity),
                 v.cwd,
+                visible(title or "-"),  # the user's or Claude's text: shown, never obeyed
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

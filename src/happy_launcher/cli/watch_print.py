@@ -15,6 +15,8 @@ from happy_launcher.plain_text import as_text, plain_console
 from happy_launcher.session.control_wire import Dropped, Event, PermissionRequested, PermissionSettled
 
 _STYLES = {"user": "bold cyan", "agent": "green"}
+# How a tool call that did not succeed ends its line (`tool-call-end.status`; absent: it did).
+_TOOL_ENDS = {"failed": "✗ tool failed", "denied": "✗ tool denied", "cancelled": "tool cancelled"}
 
 
 class JsonLines:
@@ -65,7 +67,8 @@ def _describe(ev: dict[str, Any]) -> str:
     if kind == "tool-call-start":
         return f"→ {ev.get('name')}: {ev.get('title')}"
     if kind == "tool-call-end":
-        return "← tool done"
+        status = ev.get("status")
+        return "← tool done" if status is None else _TOOL_ENDS.get(str(status), f"← tool {status}")
     if kind == "turn-end":
         return f"turn {ev.get('status')}"
     if kind == "file":

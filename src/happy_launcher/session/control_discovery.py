@@ -32,6 +32,8 @@ class SessionView:
     last_activity: int | None
     socket: Path | None
     continuity_break: str | None = None  # the conversation broke at a switch (continuity.py)
+    first_prompt: str | None = None  # what its title falls back to (session/naming.py)
+    transcript: str | None = None  # where Claude's title for it is
 
     @property
     def running(self) -> bool:
@@ -125,6 +127,8 @@ def _view(home: Path, summary: SessionSummary, facts: Facts | None, path: Path |
         last_activity=summary.last_activity,
         socket=(path or socket_path(home, owner.pid)) if alive and owner is not None else None,
         continuity_break=summary.continuity_break,
+        first_prompt=summary.first_prompt,
+        transcript=summary.transcript,
     )
 
 

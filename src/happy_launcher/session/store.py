@@ -51,9 +51,24 @@ class SessionSummary:
     owner: ProcessId | None  # its launcher (while it runs)
     last_activity: int | None  # the time of its last envelope
     continuity_break: str | None = None  # why the conversation broke at a switch, if it did
+    first_prompt: str | None = None  # the text of its first user message (for its title)
+    transcript: str | None = None  # the transcript of its current Claude session, when known
 
 
 _SESSION_COLUMNS = "id, claude_session_id, cwd, started_at, ended_at, status"
+# The text of a session's first user message: the envelopes are read in seq order until it, so
+# usually a few of them.
+_BODY = "CAST(e.body AS TEXT)"  # JSON text: a BLOB would be read as SQLite's binary JSON
+_FIRST_PROMPT = (
+    f"(SELECT json_extract({_BODY}, '$.ev.text') FROM envelopes e WHERE e.session = s.id "
+    f"AND json_extract({_BODY}, '$.role') = 'user' AND json_extract({_BODY}, '$.ev.t') = 'text' "
+    "ORDER BY e.seq LIMIT 1)"
+)
+_TRANSCRIPT = (
+    "(SELECT transcript_path FROM claude_sessions c WHERE c.happy_session = s.id "
+    "AND c.claude_session_id = s.claude_session_id AND transcript_path IS NOT NULL "
+    "ORDER BY c.seen_at DESC, c.rowid DESC LIMIT 1)"
+)
 
 
 class SessionStore(ResumeStore):
@@ -195,19 +210,20 @@ class SessionStore(ResumeStore):
             return [SessionInfo(*row) for row in rows]
 
     def session_summaries(self) -> list[SessionSummary]:
-        """All sessions with their launcher and last activity, most recently started first."""
+        """All sessions with their launcher, last activity, first prompt and current transcript,
+        most recently started first."""
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {_SESSION_COLUMNS}, pid, pid_start, "
                 "(SELECT time FROM envelopes e WHERE e.session = s.id ORDER BY e.seq DESC LIMIT 1), "
-                "continuity_break FROM sessions s ORDER BY started_at DESC, id"
+                f"continuity_break, {_FIRST_PROMPT}, {_TRANSCRIPT} "
+                "FROM sessions s ORDER BY started_at DESC, id"
             )
             return [
                 SessionSummary(
                     SessionInfo(*row[:6]),
                     None if row[6] is None else ProcessId(row[6], row[7]),
-                    row[8],
-                    row[9],
+                    *row[8:],
                 )
                 for row in rows
             ]

@@ -13,6 +13,7 @@ from happy_launcher.errors import UsageError
 from happy_launcher.web.auth import Pairing, allowed_hosts
 from happy_launcher.web.commands import Commands
 from happy_launcher.web.devices import DeviceStore
+from happy_launcher.web.hidden import HiddenSessions
 from happy_launcher.web.server import WebState, clock_ms, make_app
 
 WILDCARDS = {"0.0.0.0", "::", ""}
@@ -92,6 +93,7 @@ async def serve(
         hosts=allowed_hosts({host, shown.strip("[]"), "localhost", "127.0.0.1", "::1", *allow}, port),
         pair_url=lambda secret: f"http://{shown}:{port}/#k={secret}",
         commands=Commands(home / "web" / "commands.json"),
+        hidden=HiddenSessions(home / "web" / "hidden.json"),
     )
     url = state.pair_url(pairing.mint(ttl=None))
     out.write(url + "\n")

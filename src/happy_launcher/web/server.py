@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,10 +21,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from happy_launcher.errors import HappyError
 from happy_launcher.session.control_discovery import SessionView, discover
+from happy_launcher.session.naming import TranscriptTitles, session_title
 from happy_launcher.web.auth import Pairing, bearer, origin_ok
 from happy_launcher.web.body_limit import BodyLimit
 from happy_launcher.web.commands import Commands, parse
 from happy_launcher.web.devices import Device, DeviceStore
+from happy_launcher.web.hidden import HiddenSessions
 from happy_launcher.web.sse import SseResponse
 from happy_launcher.web.stream import session_events
 
@@ -46,6 +49,8 @@ class WebState:
     hosts: frozenset[str]
     pair_url: Callable[[str], str]  # the page's URL carrying a pairing secret
     commands: Commands
+    hidden: HiddenSessions
+    titles: TranscriptTitles = field(default_factory=TranscriptTitles)  # kept: transcripts read on
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -102,23 +107,55 @@ async def pair_new(request: Request) -> Response:
 
 
 async def sessions(request: Request) -> Response:
+    """The sessions to list, each with its title, and whether it is hidden: up to SESSIONS_SHOWN
+    shown ones, and as many hidden ones (for the page's "hidden" group)."""
     device = _guard(request, post=False)
     if isinstance(device, Response):
         return device
-    views = await discover(_state(request).home)
-    return JSONResponse([_listed(v) for v in views if v.happy_id is not None][:SESSIONS_SHOWN])
+    state = _state(request)
+    views = [v for v in await discover(state.home) if v.happy_id is not None]
+    hidden = state.hidden.hidden(v.happy_id for v in views if v.running and v.happy_id)
+    shown = [v for v in views if v.happy_id not in hidden][:SESSIONS_SHOWN]
+    listed = shown + [v for v in views if v.happy_id in hidden][:SESSIONS_SHOWN]
+    # Titles read transcripts (only what was added since the last call): off the event loop.
+    titles = await anyio.to_thread.run_sync(
+        lambda: [session_title(v.first_prompt, v.transcript, state.titles) for v in listed]
+    )
+    return JSONResponse([_listed(v, t, v.happy_id in hidden) for v, t in zip(listed, titles, strict=True)])
 
 
-def _listed(view: SessionView) -> dict[str, Any]:
+def _listed(view: SessionView, title: str | None, hidden: bool) -> dict[str, Any]:
     return {
         "id": view.happy_id,
         "claude_id": view.claude_id,
+        "title": title,
         "state": view.state,
         "mode": view.mode,
         "cwd": view.cwd,
         "started_at": view.started_at,
         "last_activity": view.last_activity,
+        "hidden": hidden,
     }
+
+
+async def visibility(request: Request) -> Response:
+    """Hide an ended session from the list, or show it again: `{"hidden": true|false}`."""
+    device = _guard(request, post=True)
+    if isinstance(device, Response):
+        return device
+    try:
+        hidden = orjson.loads(await request.body())["hidden"]
+    except (ValueError, KeyError, TypeError):
+        hidden = None
+    if not isinstance(hidden, bool):
+        return _error(400, 'bad request: send {"hidden": true} or {"hidden": false}')
+    view = await _session(request)
+    if isinstance(view, Response):
+        return view
+    if hidden and view.running:
+        return _error(409, f"session {view.name} is running: only an ended session can be hidden")
+    _state(request).hidden.set(request.path_params["session"], hidden)
+    return JSONResponse({"ok": True, "hidden": hidden})
 
 
 async def _session(request: Request) -> SessionView | Response:
@@ -200,6 +237,7 @@ def make_app(state: WebState) -> Starlette:
         Route("/api/sessions", sessions),
         Route("/api/sessions/{session}/stream", stream, methods=["POST"]),
         Route("/api/sessions/{session}/command", command, methods=["POST"]),
+        Route("/api/sessions/{session}/hidden", visibility, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]
     app = Starlette(routes=routes)

@@ -1,6 +1,7 @@
 // happy web: the page. No build step, no library; everything shown is set with textContent.
-import { $, S, TOKEN_KEY, LIST_EVERY, SILENT_LIMIT, el, ago, baseName } from "./state.js";
+import { $, S, TOKEN_KEY, LIST_EVERY, SILENT_LIMIT } from "./state.js";
 import { api, command } from "./api.js";
+import { refreshList, showHeader } from "./list.js";
 import { follow, setConn, stopStream } from "./stream.js";
 import { renderPerms } from "./perms.js";
 
@@ -33,49 +34,6 @@ async function pairAnother() {
   $("pair-qr").src = qr;
   $("pair-url").textContent = url;
   $("pair-dialog").showModal();
-}
-
-// ---- session list ----------------------------------------------------------------------------
-
-async function refreshList() {
-  if (!S.token) return;
-  try {
-    const res = await api("/api/sessions");
-    if (!res.ok) return;
-    S.sessions = await res.json();
-  } catch {
-    return;
-  }
-  const ul = $("sessions");
-  ul.replaceChildren(...S.sessions.map(sessionItem));
-  $("no-sessions").hidden = S.sessions.length > 0;
-  showHeader();
-}
-
-function sessionItem(s) {
-  const li = el("li", s.id === S.current ? "current" : "");
-  li.dataset.id = s.id;
-  li.append(el("div", "name", baseName(s.cwd)));
-  const meta = el("div", "muted");
-  meta.append(el("span", `badge ${s.state}`, s.state), el("span", "badge", s.mode || "-"));
-  meta.append(document.createTextNode(ago(s.last_activity || s.started_at)));
-  li.append(meta, el("div", "path muted", s.cwd));
-  li.addEventListener("click", () => (location.hash = `#s=${encodeURIComponent(s.id)}`));
-  return li;
-}
-
-export function showHeader() {
-  const s = S.sessions.find((x) => x.id === S.current);
-  const running = s ? s.state === "running" && !S.ended : !!S.facts && !S.ended;
-  const mode = (s && s.mode) || (S.facts && S.facts.mode) || "";
-  const cwd = s ? s.cwd : S.facts ? S.facts.cwd : "";
-  $("s-cwd").textContent = baseName(cwd);
-  $("s-cwd").title = cwd;
-  const state = running ? "running" : s ? s.state : "ended";
-  $("s-meta").textContent = [state, mode && `${mode} mode`, cwd].filter(Boolean).join(" · ");
-  $("switch").textContent = mode === "remote" ? "To local" : "To remote";
-  $("switch").dataset.to = mode === "remote" ? "local" : "remote";
-  for (const id of ["switch", "abort", "send"]) $(id).disabled = !running;
 }
 
 // ---- composer, buttons, routing --------------------------------------------------------------
@@ -113,7 +71,7 @@ function open(id) {
   document.body.classList.toggle("in-session", !!id);
   for (const node of ["transcript", "composer", "perms"]) $(node).hidden = !id;
   $("pick").hidden = !!id;
-  for (const li of $("sessions").children) li.classList.toggle("current", li.dataset.id === id);
+  for (const li of document.querySelectorAll("#list li")) li.classList.toggle("current", li.dataset.id === id);
   setConn(id ? "Connecting…" : "");
   showHeader();
   if (id) follow(id);

@@ -2,7 +2,7 @@
 // last seq after any break.
 import { $, S } from "./state.js";
 import { api, Unpaired } from "./api.js";
-import { showHeader } from "./app.js";
+import { showHeader } from "./list.js";
 import { renderPerms } from "./perms.js";
 import { flush } from "./transcript.js";
 
