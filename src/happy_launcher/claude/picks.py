@@ -12,11 +12,11 @@ Light: it runs before Claude starts.
 
 from __future__ import annotations
 
-import json
 import os
 from contextlib import suppress
 from pathlib import Path
 
+from happy_launcher.claude.titles import session_title_record
 from happy_launcher.local.args import SessionIntent, is_uuid
 
 _JSONL = ".jsonl"
@@ -67,19 +67,7 @@ def _title(path: Path) -> str | None:
     with suppress(OSError), path.open("rb") as f:
         f.seek(max(0, f.seek(0, os.SEEK_END) - _TAIL))
         for line in f.read().splitlines():
-            if any(kind in line for kind in _TITLE_KINDS) and (found := _title_record(line)):
+            if any(kind in line for kind in _TITLE_KINDS) and (found := session_title_record(line)):
                 titles[found[0]] = found[1]
     title = titles.get("custom-title") or titles.get("ai-title")
     return title.lower().strip() if title else None
-
-
-def _title_record(line: bytes) -> tuple[str, str] | None:
-    try:
-        record = json.loads(line)
-    except ValueError:  # a cut first line, or not JSON
-        return None
-    if not isinstance(record, dict):
-        return None
-    kind = record.get("type")
-    value = record.get({"custom-title": "customTitle", "ai-title": "aiTitle"}.get(str(kind), ""))
-    return (str(kind), value) if isinstance(value, str) else None

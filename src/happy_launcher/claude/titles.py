@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 MAX_TITLE = 80
@@ -49,3 +50,23 @@ def subagent_title(args: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value.strip():
             return truncate(value)
     return None
+
+
+# The records that name a session (Claude's bookkeeping in its transcript), best first, with the
+# field that holds the name: a `/rename`, the title Claude made, an older version's summary.
+SESSION_TITLE_FIELDS = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
+
+
+def session_title_record(line: bytes) -> tuple[str, str] | None:
+    """(kind, name) of a transcript line that names its session (the name may be empty: Claude
+    clears one so); None for any other line. Stdlib json: it runs before Claude starts, on the
+    few lines that mention a title kind."""
+    try:
+        record = json.loads(line)
+    except ValueError:  # a cut line, or not JSON
+        return None
+    kind = record.get("type") if isinstance(record, dict) else None
+    if not isinstance(kind, str) or kind not in SESSION_TITLE_FIELDS:
+        return None  # the kind's name appeared inside another record
+    value = record.get(SESSION_TITLE_FIELDS[kind])
+    return (kind, value) if isinstance(value, str) else None

@@ -15,12 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-import orjson
+from happy_launcher.claude.titles import MAX_TITLE, SESSION_TITLE_FIELDS, session_title_record, truncate
 
-from happy_launcher.claude.titles import MAX_TITLE, truncate
-
-# The record kinds that name a session, best first, with the field that holds the name.
-_TITLE_FIELDS = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
 _TITLE_RECORD = re.compile(rb'"type":"(?:custom-title|ai-title|summary)"')
 _CHUNK = 1 << 20
 
@@ -74,7 +70,7 @@ class TranscriptTitles:
                 _read_on(file, scan)
         except OSError:
             return None  # gone or unreadable: the session is named by its first prompt
-        return next((scan.found[kind] for kind in _TITLE_FIELDS if kind in scan.found), None)
+        return next((scan.found[kind] for kind in SESSION_TITLE_FIELDS if kind in scan.found), None)
 
 
 def _read_on(file: IO[bytes], scan: _Scan) -> None:
@@ -90,15 +86,11 @@ def _read_on(file: IO[bytes], scan: _Scan) -> None:
 
 
 def _note(line: bytes, scan: _Scan) -> None:
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
+    found = session_title_record(line)
+    if found is None:
         return
-    kind = record.get("type") if isinstance(record, dict) else None
-    if kind not in _TITLE_FIELDS:
-        return  # the text matched inside another record
-    value = record.get(_TITLE_FIELDS[kind])
-    if isinstance(value, str) and value.strip():
+    kind, value = found
+    if value.strip():
         scan.found[kind] = value
     else:  # Claude clears a name by writing an empty one
         scan.found.pop(kind, None)
