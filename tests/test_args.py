@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from happy_launcher.claude.args import HELP, ClaudeArgs, HappyOptions, SessionIntent, parse_happy_claude_args
 from happy_launcher.errors import UsageError
-from happy_launcher.local.args import HELP, ClaudeArgs, HappyOptions, SessionIntent, parse_happy_claude_args
 from happy_launcher.local.launch import Launch, claude_argv, launch_plan, relaunch
 
 SID = "0b4a5a8e-6f0e-4c39-9a43-3f1c3c2f7a11"
@@ -294,7 +294,7 @@ def test_parse_result_is_frozen() -> None:
 def test_uuid_helpers_agree_with_the_uuid_module() -> None:
     import uuid
 
-    from happy_launcher.local.args import is_uuid, new_uuid4
+    from happy_launcher.claude.args import is_uuid, new_uuid4
 
     for _ in range(50):
         made = new_uuid4()

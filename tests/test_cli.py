@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pexpect
 
-from happy_launcher import __version__
+from happy_launcher.version import __version__
 from tests.support.claude_env import find_claude_binary
 from tests.support.happy_tui import happy_executable
 

@@ -13,7 +13,7 @@ import pytest
 
 import happy_launcher
 from happy_launcher.errors import ClaudeRefusedError, UsageError
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import find_claude_binary
 from tests.support.happy_tui import happy_executable
 

@@ -1,11 +1,11 @@
-"""The pass-through argv (as `local/args.py` leaves it) regrouped into one ClaudeFlag per option."""
+"""The pass-through argv (as `claude/args.py` leaves it) regrouped into one ClaudeFlag per option."""
 
 from __future__ import annotations
 
 import pytest
 
+from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.claude.cli_flags import ClaudeFlag, split_flags
-from happy_launcher.local.args import parse_happy_claude_args
 
 
 def flags(*argv: str) -> list[tuple[str, tuple[str, ...]]]:

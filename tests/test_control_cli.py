@@ -14,6 +14,11 @@ import anyio
 import orjson
 import pytest
 
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.server import serve
+from happy_launcher.control.sockets import make_control_dir
+from happy_launcher.home.dirs import socket_path
+from happy_launcher.home.procs import ProcessId, this_process
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -23,13 +28,8 @@ from happy_launcher.protocol import (
     ToolCallStartEv,
     ToolStatus,
 )
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_server import serve
-from happy_launcher.session.control_socket import make_control_dir
-from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
-from happy_launcher.session.home import socket_path
-from happy_launcher.session.procs import ProcessId, this_process
-from happy_launcher.session.store import SessionStore
+from happy_launcher.session.ports import MAX_MESSAGE, PendingRequest
+from happy_launcher.store.sessions import SessionStore
 from tests.support.control import Envelopes, facts, running, stored_session
 from tests.support.happy_tui import happy_executable
 

@@ -10,21 +10,22 @@ import anyio
 import orjson
 import pytest
 
-from happy_launcher.errors import ControlProtocolError, RequestRefusedError
-from happy_launcher.session import control_link
-from happy_launcher.session.control_client import ControlClient, EnvelopeBytes, connect
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_link import MAX_REQUEST_LINE
-from happy_launcher.session.control_server import ServerLimits, serve
-from happy_launcher.session.control_types import PendingRequest
-from happy_launcher.session.control_wire import (
+from happy_launcher.control import link as control_link
+from happy_launcher.control import subscription as control_subscription
+from happy_launcher.control.client import ControlClient, EnvelopeBytes, connect
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.link import MAX_REQUEST_LINE, ServerLimits
+from happy_launcher.control.server import serve
+from happy_launcher.control.wire import (
     PROTOCOL_VERSION,
     Dropped,
     PermissionRequested,
     PermissionSettled,
 )
-from happy_launcher.session.controller import SessionController
+from happy_launcher.errors import ControlProtocolError, RequestRefusedError
+from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.ports import PendingRequest
 from tests.support.control import Envelopes, facts, running
 
 pytestmark = pytest.mark.anyio
@@ -204,7 +205,6 @@ async def test_the_envelope_arrives_exactly_as_stored(tmp_path: Path) -> None:
 @pytest.mark.parametrize("chunk_edge", [False, True])
 async def test_no_gap_and_no_duplicate_at_the_seam(tmp_path: Path, chunk_edge: bool) -> None:
     """History then live, with commits landing inside the history reads: each seq comes once."""
-    from happy_launcher.session import control_subscription
 
     controller, made = FakeController(facts()), Envelopes()
     first = control_subscription.HISTORY_CHUNK if chunk_edge else 10

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from happy_launcher.control.client import connect
+from happy_launcher.control.fake import FakeController
 from happy_launcher.errors import RequestRefusedError
-from happy_launcher.session.control_client import connect
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.home import socket_path
+from happy_launcher.home.dirs import socket_path
 from tests.support.control import facts, running
 
 pytestmark = pytest.mark.anyio

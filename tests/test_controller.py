@@ -1,4 +1,4 @@
-"""The session side of the control socket (session/controller.py) with a real Session and store:
+"""The session side of the control socket (runner/controller.py) with a real Session and store:
 facts, messages stored before a front exists, refusals, and the continuity check after a switch."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.control_types import MAX_MESSAGE, ControlRefused, Mode
-from happy_launcher.session.controller import SessionController
+from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.ports import MAX_MESSAGE, ControlRefused, Mode
 from tests.support.records import rec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

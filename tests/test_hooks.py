@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.errors import InputFileError, UsageError
 from happy_launcher.local import permission_hook
-from happy_launcher.local.args import parse_happy_claude_args
 from happy_launcher.local.hooks import (
     HOOK_TIMEOUT_S,
     PERMISSION_HOOK_TIMEOUT_S,
@@ -46,7 +46,7 @@ def mode(path: Path) -> int:
 
 
 def test_overlay_without_user_settings(tmp_path: Path) -> None:
-    # UserPromptSubmit confirms inject mode's prompts (session/injector.py).
+    # UserPromptSubmit confirms inject mode's prompts (local/injector.py).
     assert overlay(None, tmp_path) == {"hooks": {"SessionStart": [OURS], "UserPromptSubmit": [OURS]}}
 
 

@@ -20,8 +20,8 @@ from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.core import Session
 from happy_launcher.session.inbound import InboundLedger, accept, pending_prompts
 from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.store import SessionStore
-from happy_launcher.session.store_resume import Delivered
+from happy_launcher.store.resume import Delivered
+from happy_launcher.store.sessions import SessionStore
 from tests.support.records import assistant, text, user
 from tests.test_queue import Recorder, record
 from tests.test_store import fill_disk, free_disk

@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 import pytest
 
+from happy_launcher.remote.launcher import connect
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.core import Session
-from happy_launcher.session.remote import connect
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.test_remote_e2e import assert_live_equals_replay, cenv, fake, home, stored, turn

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import HappyTui

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from happy_launcher.errors import HappyError, SessionBusyError
-from happy_launcher.session.live_claudes import (
+from happy_launcher.home.live_claudes import (
     LiveClaude,
     ensure_not_busy,
     live_claudes,
     registry_dir,
     session_holder,
 )
-from happy_launcher.session.procs import start_time
+from happy_launcher.home.procs import start_time
 
 S = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-2222-4333-8444-555555555555"
@@ -120,7 +120,7 @@ def test_malformed_entries_are_skipped_with_a_debug_log(
     tmp_path: Path, content: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / f"{ME}.json").write_bytes(content)
-    with caplog.at_level(logging.DEBUG, logger="happy_launcher.session.live_claudes"):
+    with caplog.at_level(logging.DEBUG, logger="happy_launcher.home.live_claudes"):
         assert session_holder(tmp_path, S) is None
     assert any(f"{ME}.json" in r.getMessage() for r in caplog.records)
 

@@ -19,11 +19,11 @@ import pexpect
 import pytest
 from claude_agent_sdk import ClaudeSDKClient
 
+from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.errors import SessionBusyError
-from happy_launcher.local.args import parse_happy_claude_args
+from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir, session_holder
+from happy_launcher.home.procs import start_time
 from happy_launcher.remote.options import remote_options
-from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir, session_holder
-from happy_launcher.session.procs import start_time
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text
 from tests.support.happy_tui import happy_executable

@@ -28,7 +28,7 @@ import orjson
 import pytest
 from cuid2 import is_cuid
 
-from happy_launcher.session.store import SessionInfo, SessionStore
+from happy_launcher.store.sessions import SessionInfo, SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import (

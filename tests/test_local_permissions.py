@@ -1,5 +1,5 @@
 """The TUI's permission requests on the session side: the broker's open/wait/withdraw (no timeout's
-deny), their withdrawal when the call ends or the turn ends (session/local_permissions.py), the
+deny), their withdrawal when the call ends or the turn ends (session/tui_permissions.py), the
 controller's decisions and refusals, and the wire's `permission` request and `decision` reply."""
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.protocol import EnvelopeFactory, SequentialIds
-from happy_launcher.protocol.events import Event, ToolCallEndEv, ToolCallStartEv, TurnEndEv
-from happy_launcher.remote.permissions import PermissionAnswer, PermissionBroker, PermissionRequest
-from happy_launcher.session.control_types import ControlRefused, Decision, Mode
-from happy_launcher.session.control_wire import (
+from happy_launcher.control.wire import (
     AskPermissionRequest,
     DecisionReply,
     WireError,
     encode,
     parse_request,
 )
-from happy_launcher.session.controller import SessionController
+from happy_launcher.protocol import EnvelopeFactory, SequentialIds
+from happy_launcher.protocol.events import Event, ToolCallEndEv, ToolCallStartEv, TurnEndEv
+from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
-from happy_launcher.session.local_permissions import LocalPermissions, same_input
+from happy_launcher.session.permissions import PermissionAnswer, PermissionBroker, PermissionRequest
+from happy_launcher.session.ports import ControlRefused, Decision, Mode
+from happy_launcher.session.tui_permissions import LocalPermissions, same_input
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 

@@ -16,17 +16,17 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record, make_record
-from happy_launcher.local.args import parse_happy_claude_args
+from happy_launcher.home.dirs import ensure_home
 from happy_launcher.local.launch import Launch
+from happy_launcher.local.launcher import LocalConfig, run_local
+from happy_launcher.local.tracker import LocalTracker
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.core import Session
-from happy_launcher.session.home import ensure_home
-from happy_launcher.session.local import LocalConfig, run_local
-from happy_launcher.session.local_tracker import LocalTracker
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.transcripts import assistant, user, write_jsonl
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from happy_launcher.session.control_socket import short_path
-from happy_launcher.session.home import socket_path
+from happy_launcher.control.sockets import short_path
+from happy_launcher.home.dirs import socket_path
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import HappyTui, happy_executable, wait_pid_gone

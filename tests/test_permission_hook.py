@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 import pytest
 
+from happy_launcher.control.fake import FakeController
 from happy_launcher.local import permission_hook
 from happy_launcher.local.hooks import permission_hook_command
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.ports import PendingRequest
 from tests.support.control import facts, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

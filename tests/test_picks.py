@@ -7,8 +7,8 @@ import json
 import os
 from pathlib import Path
 
+from happy_launcher.claude.args import SessionIntent
 from happy_launcher.claude.picks import latest_session, resolve_pick, session_titled
-from happy_launcher.local.args import SessionIntent
 
 A = "aaaaaaaa-2222-4333-8444-555555555555"
 B = "bbbbbbbb-2222-4333-8444-555555555555"

@@ -28,7 +28,7 @@ import pytest
 from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.passthrough import run_passthrough
 from happy_launcher.local.pty_session import PtySession
-from happy_launcher.local.terminal import ModeTracker, terminal_size
+from happy_launcher.terminal.guard import ModeTracker, terminal_size
 from tests.support.happy_tui import wait_pid_gone
 
 CHILD = [sys.executable, str(Path(__file__).parent / "support" / "pty_children" / "child.py")]

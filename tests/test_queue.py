@@ -22,7 +22,7 @@ from happy_launcher.protocol import SequentialIds, TurnStatus
 from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.sinks import MemorySink
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.records import assistant, text
 
 

@@ -22,10 +22,10 @@ import pytest
 
 import happy_launcher
 from happy_launcher.protocol import Envelope, SequentialIds, ToolCallEndEv, TurnEndEv
-from happy_launcher.remote.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.remote.remote_session import RemoteSession
+from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.session.replay import replay_file
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import (
     ErrorReply,

@@ -13,8 +13,8 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
+from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.errors import UsageError
-from happy_launcher.local.args import parse_happy_claude_args
 from happy_launcher.remote.options import CLAUDE_CODE_PRESET, RemoteOptions, flag_policy, remote_options
 from tests.support.claude_env import find_claude_binary
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage, SystemMessage
 
-from happy_launcher.local.args import parse_happy_claude_args
+from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.remote.options import remote_options
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text, ToolUse
 from tests.support.happy_tui import Envelope, HappyTui, checked_envelope, squeeze

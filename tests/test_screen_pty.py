@@ -17,7 +17,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from happy_launcher.local.terminal import ModeTracker
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -33,6 +32,7 @@ from happy_launcher.protocol import (
     wall_clock_ms,
 )
 from happy_launcher.remote.screen import RemoteScreen, ScreenEnd
+from happy_launcher.terminal.guard import ModeTracker
 from tests.support.happy_tui import wait_pid_gone
 from tests.support.screen_driver import STATUS
 from tests.support.screen_term import DRIVER, REPO, TIMEOUT, ScreenTerm

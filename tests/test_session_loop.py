@@ -1,4 +1,4 @@
-"""The session loop (session/loop.py) with stand-in launchers: who runs after a switch, what a
+"""The session loop (runner/loop.py) with stand-in launchers: who runs after a switch, what a
 failing remote mode hands back, how the session ends, and what a signal does at any moment."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from happy_launcher.session.control_types import Mode
+from happy_launcher.runner.loop import run_session
 from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
-from happy_launcher.session.loop import run_session
-from happy_launcher.session.run_signals import RunSignals
-from happy_launcher.session.store import SessionStore
+from happy_launcher.session.ports import Mode
+from happy_launcher.session.signals import RunSignals
+from happy_launcher.store.sessions import SessionStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]  # a signal not acted on hangs
 

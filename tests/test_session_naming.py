@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from happy_launcher.session.naming import TranscriptTitles, one_line, session_title
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.control import stored_session
 
 

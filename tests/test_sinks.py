@@ -23,8 +23,8 @@ from happy_launcher.protocol import (
 from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.sinks import BackgroundSink, JsonLinesSink, MemorySink
-from happy_launcher.session.store import SessionStore
-from happy_launcher.session.store_resume import Delivered
+from happy_launcher.store.resume import Delivered
+from happy_launcher.store.sessions import SessionStore
 
 TURN = "turn00000000000000000001"
 LOGGER = "happy_launcher.sinks"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from happy_launcher.errors import StoreConflictError, StoreError, StoreFullError
+from happy_launcher.home.dirs import ensure_home, happy_home
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -27,9 +28,8 @@ from happy_launcher.protocol import (
     TurnEndEv,
     TurnStartEv,
 )
-from happy_launcher.session.home import ensure_home, happy_home
-from happy_launcher.session.store import DB_NAME, SessionStore
-from happy_launcher.session.store_db import SCHEMA_VERSION
+from happy_launcher.store.schema import SCHEMA_VERSION
+from happy_launcher.store.sessions import DB_NAME, SessionStore
 
 TURN = "turn00000000000000000001"
 SUB = "sub000000000000000000001"

@@ -1,4 +1,4 @@
-"""Ending the sessions of launchers that died (session/sweep.py, session/procs.py)."""
+"""Ending the sessions of launchers that died (store/sweep.py, home/procs.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from happy_launcher.home.procs import ProcessId, is_alive, running, start_time, this_process
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds, StartEv, TextEv, TurnStartEv
-from happy_launcher.session.procs import ProcessId, is_alive, running, start_time, this_process
-from happy_launcher.session.store import SessionStore
-from happy_launcher.session.sweep import (
+from happy_launcher.store.sessions import SessionStore
+from happy_launcher.store.sweep import (
     KEPT_SETTINGS_DAYS,
     clean_kept_settings,
     clean_run_dirs,

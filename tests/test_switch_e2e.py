@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from happy_launcher.claude.paths import project_dir
-from happy_launcher.session.home import socket_path
-from happy_launcher.session.store import SessionStore
+from happy_launcher.home.dirs import socket_path
+from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.control import wait_for_file
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text

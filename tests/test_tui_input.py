@@ -16,7 +16,7 @@ from happy_launcher.protocol import SequentialIds
 from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.inbound import InboundLedger, accept, pending_prompts
 from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.records import user
 
 RULE = "─" * 120

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from happy_launcher.session.home import socket_path
-from happy_launcher.session.store import SessionStore
+from happy_launcher.home.dirs import socket_path
+from happy_launcher.store.sessions import SessionStore
 from happy_launcher.web.devices import DeviceStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.control import wait_for_file

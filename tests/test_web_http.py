@@ -18,11 +18,11 @@ import orjson
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from happy_launcher.control.fake import FakeController
 from happy_launcher.errors import UsageError
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_types import MAX_MESSAGE, PendingRequest
-from happy_launcher.session.procs import this_process
-from happy_launcher.session.store import SessionStore
+from happy_launcher.home.procs import this_process
+from happy_launcher.session.ports import MAX_MESSAGE, PendingRequest
+from happy_launcher.store.sessions import SessionStore
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
 from happy_launcher.web.body_limit import BODY_LIMIT
 from happy_launcher.web.devices import DeviceStore

@@ -16,6 +16,8 @@ import orjson
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from happy_launcher.control.fake import FakeController
+from happy_launcher.home.procs import this_process
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -27,9 +29,7 @@ from happy_launcher.protocol import (
     ToolStatus,
     TurnStartEv,
 )
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.procs import this_process
-from happy_launcher.session.store import SessionStore
+from happy_launcher.store.sessions import SessionStore
 from tests.support.control import facts, running, stored_session
 from tests.support.web import WebServer, chromium
 

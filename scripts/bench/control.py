@@ -19,11 +19,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from happy_launcher.control.client import EnvelopeBytes, connect
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.server import serve
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
-from happy_launcher.session.control_client import EnvelopeBytes, connect
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_server import serve
-from happy_launcher.session.control_types import SessionFacts
+from happy_launcher.session.ports import SessionFacts
 
 
 async def one_run(count: int, home: Path) -> list[float]:

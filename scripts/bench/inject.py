@@ -23,8 +23,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from happy_launcher.session.control_client import connect
-from happy_launcher.session.home import socket_path
+from happy_launcher.control.client import connect
+from happy_launcher.home.dirs import socket_path
 from scripts.bench.switch import echo, figures
 from tests.support.claude_env import make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Script

@@ -33,11 +33,11 @@ import pexpect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.server import serve
 from happy_launcher.local import permission_hook
 from happy_launcher.local.hooks import PERMISSION_HOOK_TIMEOUT_S, permission_hook_command
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_server import serve
-from happy_launcher.session.control_types import PendingRequest
+from happy_launcher.session.ports import PendingRequest
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.control import facts
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse

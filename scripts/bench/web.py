@@ -22,9 +22,9 @@ from anyio.from_thread import start_blocking_portal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from happy_launcher.control.fake import FakeController
 from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds
 from happy_launcher.protocol.events import TextEv, ToolCallEndEv, ToolCallStartEv, TurnEndEv, TurnStartEv
-from happy_launcher.session.control_fake import FakeController
 from tests.support.control import facts, running
 from tests.support.web import WebServer, chromium, pair
 

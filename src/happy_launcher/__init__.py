@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from happy_launcher.version import __version__
 
 if TYPE_CHECKING:
     from happy_launcher.api import PermissionAnswer, RemoteSession, open_session, run

@@ -22,13 +22,13 @@ import anyio
 
 from happy_launcher.claude.binary import find_claude
 from happy_launcher.errors import unwrapped
+from happy_launcher.home.dirs import ensure_home, happy_home
 from happy_launcher.protocol import Envelope
+from happy_launcher.remote.launcher import connect
 from happy_launcher.remote.options import check_remote_flags
-from happy_launcher.remote.permissions import DEFAULT_TIMEOUT, PermissionAnswer
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.core import Session
-from happy_launcher.session.home import ensure_home, happy_home
-from happy_launcher.session.remote import connect
+from happy_launcher.session.permissions import DEFAULT_TIMEOUT, PermissionAnswer
 
 __all__ = ["PermissionAnswer", "RemoteSession", "open_session", "run"]
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import anyio
 
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.server import serve
+from happy_launcher.home.procs import ProcessId
 from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds, TextEv
-from happy_launcher.session.control_fake import FakeController
-from happy_launcher.session.control_server import serve
-from happy_launcher.session.control_types import SessionFacts
-from happy_launcher.session.procs import ProcessId
-from happy_launcher.session.store import SessionStore
+from happy_launcher.session.ports import SessionFacts
+from happy_launcher.store.sessions import SessionStore
 
 
 def facts(**changes: Any) -> SessionFacts:

@@ -1,6 +1,6 @@
 """Claude Code's option grammar (CLI 2.1.329, commander.js), and the pass-through argv split into options.
 
-`local/args.py` parses the `happy claude` argv with these tables; :func:`split_flags` regroups what it
+`claude/args.py` parses the `happy claude` argv with these tables; :func:`split_flags` regroups what it
 passes through (``ClaudeArgs.passthrough``, already normalised: session and happy flags removed, short
 clusters split) into one :class:`ClaudeFlag` per option, so remote mode can map each to the SDK.
 """
@@ -76,7 +76,7 @@ class ClaudeFlag(NamedTuple):
 
 
 def split_flags(passthrough: Sequence[str], positions: Sequence[int] = ()) -> tuple[ClaudeFlag, ...]:
-    """Group ``passthrough`` (as ``local/args.py`` leaves it) into options; the tokens at ``positions``
+    """Group ``passthrough`` (as ``claude/args.py`` leaves it) into options; the tokens at ``positions``
     (the prompt, ``--`` and all after it) are not options and are left out."""
     skip = set(positions)
 

@@ -16,8 +16,8 @@ import os
 from contextlib import suppress
 from pathlib import Path
 
+from happy_launcher.claude.args import SessionIntent, is_uuid
 from happy_launcher.claude.titles import session_title_record
-from happy_launcher.local.args import SessionIntent, is_uuid
 
 _JSONL = ".jsonl"
 _TAIL = 64 << 10  # Claude keeps its title records in a transcript's last 32 KiB

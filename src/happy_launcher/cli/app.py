@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from happy_launcher.cli.errors import fail
 from happy_launcher.errors import HappyError
 
 app = typer.Typer(
@@ -38,21 +39,13 @@ def run_app(args: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
-def fail(error: HappyError) -> typer.Exit:
-    # An error can quote a session's text (a permission title): its escape sequences are shown.
-    from happy_launcher.plain_text import visible
-
-    typer.echo(f"happy: {visible(str(error))}", err=True)
-    return typer.Exit(error.exit_code)
-
-
 def _show_version(value: bool) -> None:
     if not value:
         return
     import subprocess
 
-    from happy_launcher import __version__
     from happy_launcher.claude.binary import find_claude
+    from happy_launcher.version import __version__
 
     typer.echo(f"happy {__version__}")
     try:

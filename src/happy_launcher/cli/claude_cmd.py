@@ -9,14 +9,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from happy_launcher.claude.args import HELP, ClaudeArgs, is_uuid, parse_happy_claude_args
 from happy_launcher.claude.binary import find_claude
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.claude.picks import resolve_pick
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
-from happy_launcher.local.args import HELP, ClaudeArgs, is_uuid, parse_happy_claude_args
+from happy_launcher.home.dirs import ensure_home, happy_home, run_dir
 from happy_launcher.session.config import LocalConfig
 from happy_launcher.session.events_output import open_events_output
-from happy_launcher.session.home import ensure_home, happy_home, run_dir
 
 
 def run(argv: Sequence[str]) -> int:
@@ -52,7 +52,7 @@ def _run(argv: Sequence[str]) -> int:
     # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
     # is: no PTY, no terminal handling, byte for byte what `claude` would print.
     if args.headless or not (os.isatty(0) and os.isatty(1)):
-        from happy_launcher.session.headless import run_headless
+        from happy_launcher.local.headless import run_headless
 
         return run_headless(cfg)
     return _run_tui(cfg)
@@ -69,7 +69,7 @@ def _refuse_busy_session(args: ClaudeArgs, env: Mapping[str, str]) -> None:
     `--resume <uuid>` (and what `--continue` or a title was resolved to); a fork is a new session."""
     intent = args.intent
     if intent.kind == "resume" and not intent.fork and intent.resume_id and is_uuid(intent.resume_id):
-        from happy_launcher.session.live_claudes import ensure_not_busy, registry_dir
+        from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
 
         ensure_not_busy(registry_dir(env), intent.resume_id)
 
@@ -92,10 +92,10 @@ def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
 def _run_remote(cfg: LocalConfig) -> int:
     import anyio
 
+    from happy_launcher.home.logfile import log_to
+    from happy_launcher.remote.launcher import RemoteLauncher
+    from happy_launcher.runner.modes import run_controlled
     from happy_launcher.session.launcher import SessionRef
-    from happy_launcher.session.logfile import log_to
-    from happy_launcher.session.modes import run_controlled
-    from happy_launcher.session.remote import RemoteLauncher
 
     if cfg.home is None:
         raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
@@ -108,14 +108,14 @@ def _run_remote(cfg: LocalConfig) -> int:
 
 
 def _run_tui(cfg: LocalConfig) -> int:
-    from happy_launcher.session.local import LocalLauncher, run_local
+    from happy_launcher.local.launcher import LocalLauncher, run_local
 
     launcher = LocalLauncher(cfg)
     try:
         launcher.start()  # Claude first: the event loop, the PTY pump and the mirror load while it boots
         import anyio
 
-        from happy_launcher.session.logfile import log_to
+        from happy_launcher.home.logfile import log_to
 
         if cfg.home is not None:
             log_to(cfg.home)

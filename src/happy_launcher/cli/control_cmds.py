@@ -1,5 +1,5 @@
 """The control verbs: `happy sessions|send|watch|switch|abort|approve|deny`. Thin: parse, run the
-verb (session/verbs.py), print. SESSION is a unique prefix of a happy or Claude session id, and
+verb (control/verbs.py), print. SESSION is a unique prefix of a happy or Claude session id, and
 defaults to the only running session."""
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Annotated, TypeVar
 import anyio
 import typer
 
-from happy_launcher.cli.app import fail
+from happy_launcher.cli.errors import fail
+from happy_launcher.control import verbs
+from happy_launcher.control.discovery import SessionView
 from happy_launcher.errors import HappyError, UsageError
-from happy_launcher.plain_text import visible
-from happy_launcher.session import verbs
-from happy_launcher.session.control_discovery import SessionView
-from happy_launcher.session.control_types import InputMode
-from happy_launcher.session.home import happy_home
+from happy_launcher.home.dirs import happy_home
 from happy_launcher.session.naming import TranscriptTitles, session_title
+from happy_launcher.session.ports import InputMode
+from happy_launcher.terminal.plain_text import visible
 
 _T = TypeVar("_T")
 SessionArg = Annotated[

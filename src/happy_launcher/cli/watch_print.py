@@ -1,5 +1,5 @@
 """How `happy watch` prints: envelope JSON lines exactly as stored (`--json`), or one readable
-line per envelope (rich; what the session holds is shown as text, see plain_text.py)."""
+line per envelope (rich; what the session holds is shown as text, see terminal/plain_text.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from happy_launcher.plain_text import as_text, plain_console
-from happy_launcher.session.control_wire import Dropped, Event, PermissionRequested, PermissionSettled
+from happy_launcher.control.wire import Dropped, Event, PermissionRequested, PermissionSettled
+from happy_launcher.terminal.plain_text import as_text, plain_console
 
 _STYLES = {"user": "bold cyan", "agent": "green"}
 # How a tool call that did not succeed ends its line (`tool-call-end.status`; absent: it did).

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from happy_launcher.cli.app import fail
+from happy_launcher.cli.errors import fail
 from happy_launcher.errors import HappyError, UsageError
-from happy_launcher.session.home import happy_home
+from happy_launcher.home.dirs import happy_home
 
 if TYPE_CHECKING:
     from happy_launcher.web.devices import DeviceStore

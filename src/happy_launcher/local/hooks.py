@@ -241,7 +241,7 @@ def build_settings_overlay(
 
 
 def prompt_hooks(entry: list[Any]) -> dict[str, list[Any]]:
-    """Inject mode (session/injector.py) is confirmed by UserPromptSubmit, whose payload has the
+    """Inject mode (local/injector.py) is confirmed by UserPromptSubmit, whose payload has the
     exact prompt: the same append as SessionStart (~3 ms per prompt; its stdout, empty, would be
     added to the prompt's context)."""
     return {"UserPromptSubmit": entry}

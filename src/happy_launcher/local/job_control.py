@@ -17,7 +17,7 @@ from typing import Protocol
 
 import anyio
 
-from happy_launcher.local.terminal import TerminalGuard, terminal_size
+from happy_launcher.terminal.guard import TerminalGuard, terminal_size
 
 _log = logging.getLogger(__name__)
 _RESTOP_DELAY = 0.2  # seconds: see JobControl.stop_again

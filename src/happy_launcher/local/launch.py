@@ -8,11 +8,14 @@ opening prompt (design §3).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Literal, NamedTuple
 
+from happy_launcher.claude.args import ClaudeArgs, SessionIntent, is_uuid, new_uuid4
 from happy_launcher.claude.cli_flags import looks_like_option
-from happy_launcher.local.args import ClaudeArgs, SessionIntent, is_uuid, new_uuid4
+from happy_launcher.claude.paths import transcript_path
+from happy_launcher.session.launcher import ClaudeStart
 
 
 class Launch(NamedTuple):
@@ -100,3 +103,11 @@ def claude_argv(
         argv.extend(["--settings", settings])
     argv.extend(args.passthrough if launch.with_prompt else args.relaunch_passthrough)
     return argv
+
+
+def claude_start(launch: Launch, env: Mapping[str, str], cwd: Path) -> ClaudeStart | None:
+    """What `launch` runs on, when known before the spawn (None: Claude picks, and says which)."""
+    expected = launch.expected_session_id
+    if expected is None:
+        return None
+    return ClaudeStart(expected, launch.start_source, transcript_path(env, cwd, expected))

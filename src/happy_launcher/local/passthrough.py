@@ -23,7 +23,7 @@ from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.job_control import JobControl, UserTerminal
 from happy_launcher.local.pty_session import PtySession
 from happy_launcher.local.pty_start import RELAYED_SIGNALS, StartedPty
-from happy_launcher.local.terminal import SignalReceiver, TerminalGuard, terminal_size
+from happy_launcher.terminal.guard import SignalReceiver, TerminalGuard, terminal_size
 
 _log = logging.getLogger(__name__)
 _INTERRUPT_GRACE = 3.0  # after a SIGINT/SIGQUIT we pass on, the child has this long to exit

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import NamedTuple, NoReturn
 
-from happy_launcher.local.terminal import TermAttrs
+from happy_launcher.terminal.guard import TermAttrs
 
 _FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 # This process hands the terminal over and never reads it: terminal job-control signals are moot.

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from happy_launcher.fdio import write_all
+from happy_launcher.terminal.fdio import write_all
 
 _log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import anyio.to_thread
 from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.pty_pump import ChildProcess, Inbox, Pump
 from happy_launcher.local.pty_start import StartedPty, spawn_pty
-from happy_launcher.local.terminal import TermAttrs, terminal_size
+from happy_launcher.terminal.guard import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
 _DRAIN_TIMEOUT = 1.0  # pause_input(): longest wait for the pump to write out the child's output

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from happy_launcher.local.pty_leader import PtySpec, spawn_leader
-from happy_launcher.local.terminal import TermAttrs, terminal_size
+from happy_launcher.terminal.guard import TermAttrs, terminal_size
 
 # What `run_passthrough` acts on while the child runs (window size, job control, being ended).
 RELAYED_SIGNALS = (

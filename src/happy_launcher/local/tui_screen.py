@@ -4,7 +4,7 @@ needs to read it (`tui_input.box_text`, `dialog_open`).
 pyte takes about 1.3 µs per byte: following every byte of a session would slow the terminal
 (the output pump must stay quick), so the screen is kept only while it is `start`ed. It then
 starts blank; Claude draws it whole again after a size change (measured), which the caller
-brings about (`session/injector.py`). The pump thread only queues chunks under a lock; they are
+brings about (`local/injector.py`). The pump thread only queues chunks under a lock; they are
 fed to the emulator when the lines are read.
 """
 

@@ -44,7 +44,7 @@ ALL_SETTING_SOURCES: tuple[SettingSource, ...] = ("user", "project", "local")
 
 
 class PassThrough(Protocol):
-    """What remote mode reads of the parsed `happy claude` argv: `local/args.py`'s ClaudeArgs (the two
+    """What remote mode reads of the parsed `happy claude` argv: `claude/args.py`'s ClaudeArgs (the two
     launchers do not import each other)."""
 
     @property

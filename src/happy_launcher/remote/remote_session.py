@@ -14,8 +14,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.driver import RemoteDriver, SentPrompt
-from happy_launcher.remote.permissions import PermissionAnswer, PermissionBroker
 from happy_launcher.session.inbound import InboundPrompt
+from happy_launcher.session.permissions import PermissionAnswer, PermissionBroker
 
 
 class Subscriber(Protocol):

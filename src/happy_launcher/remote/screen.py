@@ -13,7 +13,7 @@ the terminal's own scrollback. The live region is bounded by the terminal's heig
 
 The parts: screen_model (envelopes -> lines), screen_keys (bytes -> keys -> commands) and
 screen_view (the live region's layout) are sans-IO and unit-tested; screen_render draws lines
-with rich; this module owns the terminal (raw mode through local/terminal.py's `TerminalGuard`,
+with rich; this module owns the terminal (raw mode through terminal/guard.py's `TerminalGuard`,
 restored on every exit path) and runs the keyboard, signals, actions and redraws.
 
 Keys: Enter sends the input line (Backspace, Ctrl-U, Ctrl-W edit it; a bracketed paste may hold
@@ -34,7 +34,6 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from happy_launcher.local.terminal import SignalReceiver, TerminalGuard, terminal_size
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.remote.screen_keys import Answer, Command, End, Interrupt, KeyController, KeyDecoder, Send
 from happy_launcher.remote.screen_model import Transcript
@@ -46,6 +45,7 @@ from happy_launcher.remote.screen_types import (
     StatusInfo,
 )
 from happy_launcher.remote.screen_view import SPIN_MS, compose, describe
+from happy_launcher.terminal.guard import SignalReceiver, TerminalGuard, terminal_size
 
 __all__ = ["PermissionPrompt", "RemoteScreen", "ScreenActions", "ScreenEnd", "StatusInfo"]
 

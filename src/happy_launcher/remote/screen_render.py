@@ -3,7 +3,7 @@
 The only module of the screen that knows rich. Scrollback lines are printed in full (the main
 thread's text as markdown); live lines take one row each, cut with an ellipsis, except the
 streamed preview and the input line, which wrap and show their last rows. Text from the session
-goes through plain_text.py (never rich markup, no escape sequence obeyed), and its markdown is
+goes through terminal/plain_text.py (never rich markup, no escape sequence obeyed), and its markdown is
 read with HTML off: a tag the model wrote is shown as written.
 """
 
@@ -20,11 +20,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from happy_launcher.fdio import write_all
-from happy_launcher.plain_text import as_text, plain_console, visible
 from happy_launcher.remote.screen_keys import PASTE_OFF, PASTE_ON
 from happy_launcher.remote.screen_model import Line, LineKind
 from happy_launcher.remote.screen_view import INPUT_ROWS, PARTIAL_ROWS
+from happy_launcher.terminal.fdio import write_all
+from happy_launcher.terminal.plain_text import as_text, plain_console, visible
 
 _STYLES: dict[LineKind, str] = {
     "user": "bold",

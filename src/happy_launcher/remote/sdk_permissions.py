@@ -12,7 +12,7 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
-from happy_launcher.remote.permissions import PermissionBroker
+from happy_launcher.session.permissions import PermissionBroker
 
 
 def can_use_tool(broker: PermissionBroker) -> CanUseTool:

@@ -16,7 +16,7 @@ from typing import Protocol
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.sinks import EnvelopeSink
-from happy_launcher.session.store_resume import Delivered
+from happy_launcher.store.resume import Delivered
 
 _LOG = logging.getLogger("happy_launcher.sinks")
 DEFAULT_BACKLOG_LIMIT = 10_000

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from happy_launcher.local.args import ClaudeArgs
+from happy_launcher.claude.args import ClaudeArgs
 from happy_launcher.session.events_output import EventsOutput
 
 

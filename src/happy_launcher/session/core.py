@@ -23,11 +23,11 @@ import orjson
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.mapper_state import MapperState
 from happy_launcher.claude.records import Record
+from happy_launcher.home.dirs import run_dir, settings_dir
+from happy_launcher.home.procs import is_alive, this_process
 from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
-from happy_launcher.session.control_types import Accepted, InputMode
 from happy_launcher.session.events_output import EventsOutput
-from happy_launcher.session.home import run_dir, settings_dir
 from happy_launcher.session.inbound import (
     InboundLedger,
     InboundPrompt,
@@ -35,10 +35,10 @@ from happy_launcher.session.inbound import (
     pending_prompts,
 )
 from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.procs import is_alive, this_process
+from happy_launcher.session.ports import Accepted, InputMode
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
-from happy_launcher.session.store import SessionInfo, SessionStore
-from happy_launcher.session.sweep import clean_kept_settings, clean_run_dirs, end_dead_sessions
+from happy_launcher.store.sessions import SessionInfo, SessionStore
+from happy_launcher.store.sweep import clean_kept_settings, clean_run_dirs, end_dead_sessions
 
 _log = logging.getLogger(__name__)
 # How Claude came to a session id: these continue a conversation that may have a happy session.

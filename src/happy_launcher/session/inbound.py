@@ -7,7 +7,7 @@
   into the same store transaction as the batch's envelopes, so a message is marked delivered
   iff its user text is committed, and only once its record is on Claude's transcript.
 - `pending_prompts` gives what is still to deliver, in order, after a restart.
-- An injected message (typed into the live TUI, `session/injector.py`) is sent under a uuid the
+- An injected message (typed into the live TUI, `local/injector.py`) is sent under a uuid the
   TUI picks, so the ledger also knows it by its text: the first user prompt record with exactly
   that text, once the injection is armed, is its delivery.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import orjson
 
 from happy_launcher.claude.records import Record, text_of
-from happy_launcher.session.control_types import Accepted, InputMode
-from happy_launcher.session.store import SessionStore
-from happy_launcher.session.store_resume import Delivered
+from happy_launcher.session.ports import Accepted, InputMode
+from happy_launcher.store.resume import Delivered
+from happy_launcher.store.sessions import SessionStore
 
 _log = logging.getLogger(__name__)
 

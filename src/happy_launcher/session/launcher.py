@@ -10,23 +10,20 @@ Claude before the session's store, mapper and sinks are loaded (`SessionRef`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
-from happy_launcher.claude.paths import transcript_path
 from happy_launcher.session.events_output import EventsOutput
 
 if TYPE_CHECKING:
-    from happy_launcher.local.launch import Launch
-    from happy_launcher.local.terminal import SignalReceiver
     from happy_launcher.protocol import TurnStatus
-    from happy_launcher.remote.permissions import PermissionBroker
-    from happy_launcher.session.control_types import InputMode, Mode
     from happy_launcher.session.core import Session
-    from happy_launcher.session.local_permissions import LocalPermissions
-    from happy_launcher.session.run_signals import RunSignals
+    from happy_launcher.session.permissions import PermissionBroker
+    from happy_launcher.session.ports import InputMode, Mode
+    from happy_launcher.session.signals import RunSignals
+    from happy_launcher.session.tui_permissions import LocalPermissions
+    from happy_launcher.terminal.guard import SignalReceiver
 
 _log = logging.getLogger(__name__)
 
@@ -58,14 +55,6 @@ class ClaudeStart(NamedTuple):
     session_id: str
     source: str
     transcript: Path
-
-
-def claude_start(launch: Launch, env: Mapping[str, str], cwd: Path) -> ClaudeStart | None:
-    """What `launch` runs on, when known before the spawn (None: Claude picks, and says which)."""
-    expected = launch.expected_session_id
-    if expected is None:
-        return None
-    return ClaudeStart(expected, launch.start_source, transcript_path(env, cwd, expected))
 
 
 class Front(Protocol):
@@ -167,7 +156,7 @@ class SessionRef:
         that a client watching them subscribes once."""
         if self._permissions is None:
             from happy_launcher.protocol import Cuid2Ids
-            from happy_launcher.remote.permissions import PermissionBroker
+            from happy_launcher.session.permissions import PermissionBroker
 
             self._permissions = PermissionBroker(Cuid2Ids())
         return self._permissions
@@ -176,7 +165,7 @@ class SessionRef:
     def local_permissions(self) -> LocalPermissions:
         """The TUI's permission requests (its PermissionRequest hook), kept in `permissions`."""
         if self._local_permissions is None:
-            from happy_launcher.session.local_permissions import LocalPermissions
+            from happy_launcher.session.tui_permissions import LocalPermissions
 
             self._local_permissions = LocalPermissions(self.permissions)
         return self._local_permissions

@@ -10,9 +10,9 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from happy_launcher.fdio import write_all
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.events_output import EventsOutput
+from happy_launcher.terminal.fdio import write_all
 
 _LOG = logging.getLogger("happy_launcher.sinks")
 

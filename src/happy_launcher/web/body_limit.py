@@ -9,7 +9,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..session.control_link import MAX_REQUEST_LINE
+from happy_launcher.control.link import MAX_REQUEST_LINE
 
 # A larger command could not be passed on to the control socket anyway (a 1 MiB message fits in
 # it with its JSON escapes).

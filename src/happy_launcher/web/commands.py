@@ -16,6 +16,8 @@ import anyio
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from happy_launcher.control.client import ControlClient, connect
+from happy_launcher.control.discovery import SessionView
 from happy_launcher.errors import (
     ControlError,
     MessageTooLargeError,
@@ -23,8 +25,6 @@ from happy_launcher.errors import (
     RequestRefusedError,
     SessionEndedError,
 )
-from happy_launcher.session.control_client import ControlClient, connect
-from happy_launcher.session.control_discovery import SessionView
 from happy_launcher.web.devices import write_private
 
 _log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from happy_launcher.errors import StoreError, UsageError
-from happy_launcher.session.home import ensure_home
+from happy_launcher.home.dirs import ensure_home
 
 FILE_NAME = "devices.json"
 SEEN_EVERY_MS = 60_000  # last use is written at most this often per device

@@ -19,8 +19,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from happy_launcher.control.discovery import SessionView, discover
 from happy_launcher.errors import HappyError
-from happy_launcher.session.control_discovery import SessionView, discover
 from happy_launcher.session.naming import TranscriptTitles, session_title
 from happy_launcher.web.auth import Pairing, bearer, origin_ok
 from happy_launcher.web.body_limit import BodyLimit

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import orjson
 
+from happy_launcher.control.client import EnvelopeBytes, connect
+from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.wire import Dropped, PermissionRequested, PermissionSettled
 from happy_launcher.errors import ControlError, SessionEndedError
-from happy_launcher.session.control_client import EnvelopeBytes, connect
-from happy_launcher.session.control_discovery import SessionView
-from happy_launcher.session.control_wire import Dropped, PermissionRequested, PermissionSettled
-from happy_launcher.session.store import DB_NAME, SessionStore
+from happy_launcher.store.sessions import DB_NAME, SessionStore
 from happy_launcher.web.sse import Emit, frame
 
 STORE_PAGE = 2000  # envelopes read from the store per query

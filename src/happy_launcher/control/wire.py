@@ -1,0 +1,389 @@
+"""The control socket's wire protocol, version 1 (docs/control-protocol.md): one JSON object per
+line. Clients send requests carrying an `id` of their choosing, echoed in the reply; the server
+also sends events (no `id`) to a subscribed client. Every line is one of the models below; the
+doc's JSON Schemas are generated from them (`scripts/gen_control_doc.py`), and a test keeps the
+two in step.
+
+Parsing never raises anything but `WireError`, which the server turns into an `error` reply."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
+
+from happy_launcher.protocol.wire import Envelope
+from happy_launcher.session.ports import Accepted, Decision, PendingRequest, SessionFacts
+
+PROTOCOL_VERSION = 1
+
+RequestId = Annotated[str, Field(min_length=1, max_length=200)]
+ErrorCode = Literal["bad-json", "bad-request", "too-long", "unsupported-version", "refused", "failed"]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+# --- shared shapes ------------------------------------------------------------------------------
+
+
+class Facts(_Line):
+    """The session, as `hello` and `status` describe it."""
+
+    happy_session_id: str | None = Field(description="null until Claude has named its session")
+    claude_session_id: str | None
+    mode: Literal["local", "remote", "headless"] = Field(
+        description="headless: Claude runs on happy's stdio (`-p`, no terminal): watched, not driven"
+    )
+    cwd: str
+    pid: int
+    started_at: int = Field(description="ms since the epoch")
+    busy: bool = Field(description="a turn is running")
+
+    @classmethod
+    def of(cls, facts: SessionFacts) -> Facts:
+        return cls(
+            happy_session_id=facts.happy_session_id,
+            claude_session_id=facts.claude_session_id,
+            mode=facts.mode,
+            cwd=facts.cwd,
+            pid=facts.pid,
+            started_at=facts.started_at,
+            busy=facts.busy,
+        )
+
+
+class Permission(_Line):
+    """A permission request waiting for an answer (from any client, or the terminal)."""
+
+    id: str
+    tool: str
+    input: dict[str, Any]
+    title: str
+    origin: Literal["remote", "local"] = Field(
+        default="remote",
+        description="local: the TUI asked, and shows its own dialog too (the first answer wins, "
+        "there or from a client); remote: remote mode asked",
+    )
+
+    @classmethod
+    def of(cls, request: PendingRequest) -> Permission:
+        return cls(
+            id=request.id, tool=request.tool, input=request.input, title=request.title, origin=request.origin
+        )
+
+
+# --- requests (client -> server) ----------------------------------------------------------------
+
+
+class HelloRequest(_Line):
+    type: Literal["hello"]
+    id: RequestId
+    versions: list[PositiveInt] = Field(min_length=1, description="protocol versions the client speaks")
+
+
+class SubscribeRequest(_Line):
+    type: Literal["subscribe"]
+    id: RequestId
+    after_seq: NonNegativeInt | None = Field(
+        description="envelopes with a greater seq (0: the whole history); null: only those committed from now"
+    )
+
+
+class SendRequest(_Line):
+    type: Literal["send"]
+    id: RequestId
+    message_id: str = Field(min_length=1, max_length=200, description="the client's id; a resend is a no-op")
+    text: str = Field(min_length=1, description="at most 1 MiB of UTF-8 (else `refused`)")
+    mode: Literal["inject", "switch"] | None = Field(
+        default=None,
+        description=(
+            "how local mode (the TUI) takes it: `switch` hands the session to remote mode, which "
+            "sends it; `inject` types it into the live TUI (once no dialog is open, the user's draft "
+            "stashed and given back), confirmed by Claude's UserPromptSubmit hook within 5 s, else "
+            "a service envelope says it was not; null: the session's default "
+            "(`happy claude --happy-remote-input`). In remote mode both are a plain send; a "
+            "watch-only session refuses both. The reply comes once the message is stored"
+        ),
+    )
+
+
+class SwitchRequest(_Line):
+    type: Literal["switch"]
+    id: RequestId
+    to: Literal["local", "remote"]
+
+
+class AbortRequest(_Line):
+    type: Literal["abort"]
+    id: RequestId
+
+
+class AnswerRequest(_Line):
+    type: Literal["answer"]
+    id: RequestId
+    request_id: str = Field(description="the permission request's id")
+    allow: bool
+    message: str | None = Field(default=None, description="why, when denying (Claude sees it)")
+
+
+class StatusRequest(_Line):
+    type: Literal["status"]
+    id: RequestId
+
+
+class HookPayload(BaseModel):
+    """Claude's PermissionRequest hook payload, as Claude wrote it: `tool_name` and `tool_input`
+    are read, any other key (session_id, cwd, permission_suggestions, …) is ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+
+    tool_name: str = Field(min_length=1)
+    tool_input: dict[str, Any]
+
+
+class AskPermissionRequest(_Line):
+    """Sent by happy's PermissionRequest hook in the TUI (any client may ask the same): a pending
+    request (`origin` local) until the first answer from any client, or until it is withdrawn: the
+    user answered in the TUI (the tool call ended), the turn ended, or this connection closed. The
+    reply (`decision`) comes then; other requests on this connection do not wait for it."""
+
+    type: Literal["permission"]
+    id: RequestId
+    payload: HookPayload
+
+
+AnyRequest = (
+    HelloRequest
+    | SubscribeRequest
+    | SendRequest
+    | SwitchRequest
+    | AbortRequest
+    | AnswerRequest
+    | StatusRequest
+    | AskPermissionRequest
+)
+Request = Annotated[AnyRequest, Field(discriminator="type")]
+
+# --- replies (server -> client, echoing the request's id) ----------------------------------------
+
+
+class HelloReply(_Line):
+    type: Literal["hello"] = "hello"
+    id: str
+    version: int = Field(description="the protocol version of this connection")
+    happy_version: str
+    session: Facts
+
+
+class OkReply(_Line):
+    """`subscribe`, `switch`, `abort`, `answer` done (a switch: started)."""
+
+    type: Literal["ok"] = "ok"
+    id: str
+    outcome: Literal["switched", "already-there", "aborted", "no-turn"] | None = Field(
+        default=None,
+        description="what a `switch` or an `abort` did: `switched` (the switch has started), "
+        "`already-there` (the session is in that mode: nothing done), `aborted` (the running turn "
+        "ends `cancelled`), `no-turn` (no turn was running: nothing done); null for the others",
+    )
+
+
+class AcceptedReply(_Line):
+    type: Literal["accepted"] = "accepted"
+    id: str
+    message_seq: PositiveInt = Field(description="the message's seq among the session's inbound messages")
+    duplicate: bool = Field(description="this message id was accepted before; nothing new was stored")
+
+    @classmethod
+    def of(cls, request_id: str, accepted: Accepted) -> AcceptedReply:
+        return cls(id=request_id, message_seq=accepted.message_seq, duplicate=accepted.duplicate)
+
+
+class StatusReply(_Line):
+    type: Literal["status"] = "status"
+    id: str
+    session: Facts
+    pending: list[Permission] = Field(description="permission requests waiting for an answer")
+
+
+class DecisionReply(_Line):
+    """How a `permission` request was settled. `withdrawn`: no client decided (the TUI's dialog
+    does); `message`: why it was denied (Claude shows it); `interrupt`: stop the turn too."""
+
+    type: Literal["decision"] = "decision"
+    id: str
+    outcome: Literal["allowed", "denied", "withdrawn"]
+    message: str | None = None
+    interrupt: bool = False
+
+    @classmethod
+    def of(cls, request_id: str, decision: Decision) -> DecisionReply:
+        return cls(
+            id=request_id,
+            outcome=decision.outcome,
+            message=decision.message or None,
+            interrupt=decision.interrupt,
+        )
+
+
+class ErrorReply(_Line):
+    type: Literal["error"] = "error"
+    id: str | None = Field(description="the request's id; null when the line had none that could be read")
+    code: ErrorCode
+    message: str
+
+
+# --- events (server -> a subscribed client) -------------------------------------------------------
+
+
+class EnvelopeEvent(_Line):
+    """An envelope, exactly as stored, with its per-session seq (strictly increasing)."""
+
+    type: Literal["envelope"] = "envelope"
+    seq: PositiveInt
+    envelope: Envelope
+
+
+class PermissionRequested(_Line):
+    type: Literal["permission-requested"] = "permission-requested"
+    request: Permission
+
+
+class PermissionSettled(_Line):
+    type: Literal["permission-settled"] = "permission-settled"
+    request_id: str
+    outcome: Literal["allowed", "denied", "withdrawn"]
+
+
+class Dropped(_Line):
+    """The client read too slowly: what was queued for it is discarded and the connection closes
+    after this line. Subscribe again (a new connection) after the last seq received: nothing is lost."""
+
+    type: Literal["dropped"] = "dropped"
+    message: str
+
+
+Reply = HelloReply | OkReply | AcceptedReply | StatusReply | DecisionReply | ErrorReply
+Event = EnvelopeEvent | PermissionRequested | PermissionSettled | Dropped
+ServerLine = Annotated[Reply | Event, Field(discriminator="type")]
+
+REQUESTS: tuple[type[_Line], ...] = (
+    HelloRequest,
+    SubscribeRequest,
+    SendRequest,
+    SwitchRequest,
+    AbortRequest,
+    AnswerRequest,
+    StatusRequest,
+    AskPermissionRequest,
+)
+REPLIES: tuple[type[_Line], ...] = (
+    HelloReply,
+    OkReply,
+    AcceptedReply,
+    StatusReply,
+    DecisionReply,
+    ErrorReply,
+)
+EVENTS: tuple[type[_Line], ...] = (EnvelopeEvent, PermissionRequested, PermissionSettled, Dropped)
+
+_REQUEST = TypeAdapter[Request](Request)
+_SERVER_LINE = TypeAdapter[ServerLine](ServerLine)
+_ENVELOPE_PREFIX = b'{"type":"envelope","seq":'
+
+
+class WireError(Exception):
+    """A line that is not a valid message; `request_id` when one could be read from it."""
+
+    def __init__(self, code: ErrorCode, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.request_id = code, message, request_id
+
+    def reply(self) -> ErrorReply:
+        return ErrorReply(id=self.request_id, code=self.code, message=self.message)
+
+
+def parse_request(line: bytes) -> Request:
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise WireError("bad-json", f"not a JSON line ({exc})") from None
+    request_id = data.get("id") if isinstance(data, dict) else None
+    request_id = request_id if isinstance(request_id, str) and 0 < len(request_id) <= 200 else None
+    try:
+        return _REQUEST.validate_python(data)
+    except ValidationError as exc:
+        raise WireError("bad-request", _explain(exc), request_id) from None
+
+
+def parse_server_line(line: bytes) -> Reply | Event:
+    try:
+        return _SERVER_LINE.validate_json(line)
+    except ValidationError as exc:
+        raise WireError("bad-request", _explain(exc)) from None
+
+
+def _explain(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the line"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}; see docs/control-protocol.md"
+
+
+def encode(line: _Line) -> bytes:
+    return line.model_dump_json().encode() + b"\n"
+
+
+def envelope_line(seq: int, body: bytes) -> bytes:
+    """An `envelope` event spliced around the stored bytes: no re-encoding, and the client gets
+    the envelope exactly as stored."""
+    return b'%s%d,"envelope":%s}\n' % (_ENVELOPE_PREFIX, seq, body)
+
+
+def split_envelope_line(line: bytes) -> tuple[int, bytes] | None:
+    """(seq, envelope bytes) of a line made by `envelope_line`; None for any other line."""
+    if not line.startswith(_ENVELOPE_PREFIX) or not line.endswith(b"}"):
+        return None
+    comma = line.find(b",", len(_ENVELOPE_PREFIX))
+    seq = line[len(_ENVELOPE_PREFIX) : comma]
+    if comma < 0 or not seq.isdigit() or not line.startswith(b'"envelope":', comma + 1):
+        return None
+    return int(seq), line[comma + 12 : -1]
+
+
+class LineSplitter:
+    """Bytes in, complete lines out (without the newline). A line longer than `max_line` comes
+    out as None, once, and the rest of it is skipped: the connection stays usable."""
+
+    def __init__(self, max_line: int) -> None:
+        self._max = max_line
+        self._partial = bytearray()
+        self._skipping = False
+
+    def feed(self, data: bytes) -> list[bytes | None]:
+        lines: list[bytes | None] = []
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            if self._skipping:
+                self._skipping = False
+            elif len(self._partial) + end - start > self._max:
+                lines.append(None)
+            else:
+                lines.append(bytes(self._partial + data[start:end]) if self._partial else data[start:end])
+            self._partial.clear()
+            start = end + 1
+        if not self._skipping:
+            self._partial += data[start:]
+            if len(self._partial) > self._max:
+                lines.append(None)
+                self._partial.clear()
+                self._skipping = True
+        return lines
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """Every line's JSON Schema, by model name (the doc's source)."""
+    return {model.__name__: model.model_json_schema() for model in (*REQUESTS, *REPLIES, *EVENTS)}

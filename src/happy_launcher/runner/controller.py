@@ -1,0 +1,205 @@
+"""The running session behind the control socket (`control_types.Controller`): what clients may
+see and do, carried out by whichever launcher drives Claude now (its `Front`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from happy_launcher.local.tui_input import inject_problem, normalized
+from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
+from happy_launcher.session.continuity import ChainMark, check, mark
+from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
+from happy_launcher.session.ports import (
+    AbortOutcome,
+    Accepted,
+    CommitSubscriber,
+    ControlRefused,
+    Decision,
+    InputMode,
+    Mode,
+    PendingRequest,
+    PermissionWatcher,
+    SessionFacts,
+    ShownMode,
+    SwitchOutcome,
+    message_too_large,
+)
+
+_log = logging.getLogger(__name__)
+
+
+class SessionController:
+    """One per run; `switching(to)` is called by the session loop at each hand-over, and
+    `check_continuity()` runs beside the loop. `transcript(id)`: Claude session id -> its file."""
+
+    def __init__(
+        self,
+        ref: SessionRef,
+        *,
+        mode: ShownMode,
+        pid: int,
+        transcript: Callable[[str], Path],
+        clock: Clock = wall_clock_ms,
+    ) -> None:
+        self._ref = ref
+        self._mode: ShownMode = mode
+        self._pid = pid
+        self._transcript = transcript
+        self._clock = clock
+        self._started_at = clock()
+        self._chain: ChainMark | None = None  # where the last front end left the chain
+        self._changed = anyio.Event()
+        self._watching = False
+
+    def switching(self, to: Mode) -> None:
+        self._mode = to
+        session = self._ref.opened
+        if session is not None and session.claude_session_id is not None:
+            self._chain = mark(self._transcript(session.claude_session_id))
+            self._changed.set()
+            if not self._watching:
+                self._watching = True
+                session.subscribe(self)
+
+    async def check_continuity(self) -> None:
+        """After each switch: once the new front end has written its first record, check that
+        it continues the chain (continuity.py); a break becomes a service envelope and a note
+        on the session in the store."""
+        while True:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+            chain, session = self._chain, self._ref.opened
+            if chain is None or session is None or session.claude_session_id is None:
+                continue
+            verdict = check(chain, self._transcript(session.claude_session_id))
+            if verdict == "unknown":
+                continue
+            self._chain = None
+            if verdict == "broken":
+                text = (
+                    f"The conversation did not continue where it was left in {chain.path.name} after "
+                    "the switch: Claude may not see the turns before it."
+                )
+                _log.warning("%s", text)
+                session.mirror.notice(text)
+                if session.id is not None:
+                    session.store.note_break(session.id, text)
+
+    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
+        """New records were mirrored: time to look at the chain again, if a switch is open."""
+        if self._chain is not None:
+            self._changed.set()
+
+    def facts(self) -> SessionFacts:
+        session = self._ref.opened
+        front = self._ref.front
+        return SessionFacts(
+            happy_session_id=None if session is None else session.id,
+            claude_session_id=None if session is None else session.claude_session_id,
+            mode=self._mode,
+            cwd=str(self._ref.cwd),
+            pid=self._pid,
+            started_at=self._started_at,
+            busy=front is not None and front.busy,
+        )
+
+    def history(self, after_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        session = self._ref.get()
+        if session.id is None:
+            return []
+        return session.store.raw_envelopes(session.id, after_seq, limit)
+
+    def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
+        return self._ref.get().subscribe(subscriber)
+
+    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
+        if not text.strip():
+            raise ControlRefused("the message is empty: send some text")
+        if (too_large := message_too_large(text)) is not None:  # a client that did not check
+            raise ControlRefused(too_large)
+        mode = mode or self._ref.remote_input
+        if mode == "inject":
+            problem = inject_problem(text)
+            if problem is not None:
+                raise ControlRefused(problem)
+            text = normalized(text)
+        front = self._ref.front
+        if front is not None:
+            front.check_inbound()
+        accepted = self._ref.get().accept_inbound(message_id, text, mode)
+        if front is not None and not accepted.duplicate:
+            front.inbound()  # between launchers: the next one delivers what is pending
+        return accepted
+
+    async def switch(self, to: Mode) -> SwitchOutcome:
+        front = self._ref.front
+        if front is None:
+            raise ControlRefused("the session is between front ends (switching): try again in a moment")
+        if front.mode == to:
+            return "already-there"
+        front.request_switch()
+        return "switched"
+
+    async def abort(self) -> AbortOutcome:
+        front = self._ref.front
+        if front is None:
+            return "no-turn"
+        busy = front.busy
+        await front.abort()  # idle: a no-op, or a refusal (a watch-only run)
+        return "aborted" if busy else "no-turn"
+
+    def pending_permissions(self) -> list[PendingRequest]:
+        return [_pending(request) for request in self._ref.permissions.pending]
+
+    def answer(self, request_id: str, allow: bool, message: str | None) -> None:
+        answer = PermissionAnswer(allow, message or ("" if allow else "Denied by a happy client"))
+        broker = self._ref.permissions
+        if not broker.answer(request_id, answer):
+            raise ControlRefused(_too_late(request_id, broker.settled_as(request_id)))
+
+    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
+        return self._ref.permissions.listen(_Watch(watcher))
+
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+        front = self._ref.front
+        if front is None or front.mode != "local":  # a hook of a TUI that is gone: nothing to ask
+            return Decision("withdrawn")
+        answer = await self._ref.local_permissions.ask(tool, tool_input)
+        if answer is None:
+            return Decision("withdrawn")
+        if answer.allow:
+            return Decision("allowed")
+        return Decision("denied", answer.message, interrupt=answer.stop)
+
+
+def _too_late(request_id: str, settled: str | None) -> str:
+    if settled == "withdrawn":
+        return (
+            f"permission request {request_id} was withdrawn: it was answered in the terminal, "
+            "or its turn ended; nothing to answer"
+        )
+    if settled is not None:
+        return f"permission request {request_id} was {settled} already: the first answer counts"
+    return f"no pending permission request {request_id}: see `happy watch` or the status for pending ones"
+
+
+class _Watch:
+    def __init__(self, watcher: PermissionWatcher) -> None:
+        self._watcher = watcher
+
+    def requested(self, request: PermissionRequest) -> None:
+        self._watcher.requested(_pending(request))
+
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
+        outcome = "withdrawn" if answer is None else "allowed" if answer.allow else "denied"
+        self._watcher.settled(request_id, outcome)
+
+
+def _pending(request: PermissionRequest) -> PendingRequest:
+    return PendingRequest(request.id, request.tool, request.input, request.title, request.origin)
