@@ -41,7 +41,7 @@ OFFLINE_VARS: dict[str, str] = {
 }
 
 # Inherited from the caller's environment (everything else is dropped: no stray ANTHROPIC_* or CLAUDE_*).
-_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")  # PYTHONPATH: a worktree's sources
 
 
 def find_claude_binary() -> Path:

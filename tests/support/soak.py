@@ -24,7 +24,7 @@ from tests.support.soak_check import (
     check_replay,
     check_sessions,
 )
-from tests.support.soak_run import SLOW_WORD, Driver, StepFailed, soak_script
+from tests.support.soak_run import BIG_WORD, SLOW_WORD, TOOL_WORD, Driver, StepFailed, soak_script
 
 Action = Callable[[], str]
 
@@ -68,14 +68,15 @@ class Soak:
         ]
         if self.d.mode == "remote":
             acts.append(("ctrl-t", self.ctrl_t, 2))
-        if any(self.d.answered(m.text) for m in self.d.messages):  # a transcript to resume
+        if self.d.resumable():
             acts += [("kill -9", self.kill9, 1), ("sigterm", self.sigterm, 1)]
         return acts
 
     def run(self, count: int) -> None:
-        self.steps.append("  0 start (local)")
+        remote = self.rng.random() < 0.25
+        self.steps.append(f"  0 start ({'remote' if remote else 'local'})")
         try:
-            self.d.start()
+            self.d.start(*(["--happy-remote"] if remote else []))
             for self.step in range(1, count + 1):
                 self.d.step = self.step
                 acts = self.choices()
@@ -96,6 +97,8 @@ class Soak:
         try:
             if d.tui is not None and d.happy_pid() is None:
                 d.ended("unexpected end")
+            if d.tui is None and not d.resumable():
+                return
             if d.tui is None:
                 self.resume()
             for message in d.pending():
@@ -115,8 +118,12 @@ class Soak:
         if self.d.mode != before:
             self.d.front_ready(self.d.mode, mark)
 
+    def flavour(self) -> str:
+        """Most prompts are echoed; some make a Bash call, or get a big reply (see soak_script)."""
+        return self.rng.choice(["", "", "", TOOL_WORD, BIG_WORD])
+
     def prompt(self) -> str:
-        text = self.text()
+        text = self.text(self.flavour())
         self.d.type_prompt(text, self.step)
         self.d.wait_answered(text)
         self.d.settled()
@@ -124,7 +131,7 @@ class Soak:
 
     def send(self, *flags: str) -> str:
         d, before, mark = self.d, self.d.mode, len(self.d.t.seen)
-        text, message_id = self.text(), f"m-{self.seed}-{self.step}"
+        text, message_id = self.text(self.flavour()), f"m-{self.seed}-{self.step}"
         again = self.rng.choice(["", "", "at once", "after"])
         d.send(text, message_id, self.step, *flags)
         if again == "at once":
@@ -188,6 +195,8 @@ class Soak:
         return f"{variant} {detail} then {self.resume()}".replace("  ", " ")
 
     def sigterm(self) -> str:
+        """SIGTERM (sometimes SIGHUP) to happy: idle, mid-turn, or as a switch begins."""
+        sig = self.rng.choice([signal.SIGTERM, signal.SIGTERM, signal.SIGHUP])
         variant = self.rng.choice(["idle", "mid-turn", "mid-switch"])
         detail = ""
         if variant == "mid-turn":
@@ -197,14 +206,14 @@ class Soak:
             done = self.d.verb("switch", "--to", other(self.d.mode))
             if done.returncode != 0:
                 raise StepFailed(f"happy switch exited {done.returncode}: {done.stderr.strip()}")
-        self.d.signal(signal.SIGTERM)
+        self.d.signal(sig)
         try:
-            self.d.ended("sigterm", timeout=15)
+            self.d.ended(sig.name.lower(), timeout=15)
         except StepFailed:
-            self.d.note(f"SIGTERM {variant} {detail}: happy still running 15 s later")
+            self.d.note(f"{sig.name} {variant} {detail}: happy still running 15 s later")
             self.d.signal(signal.SIGKILL)
             self.d.ended("kill -9")
-        return f"{variant} {detail} then {self.resume()}".replace("  ", " ")
+        return f"{sig.name} {variant} {detail} then {self.resume()}".replace("  ", " ")
 
     def resume(self) -> str:
         """`happy claude --resume` the Claude session; wait for what was pending to be answered."""
@@ -216,7 +225,9 @@ class Soak:
         for message in pending:
             d.wait_answered(message.text)
         self.settle("local", 0)
-        return f"--resume -> {d.mode}" + (f" (delivered {len(pending)} pending)" if pending else "")
+        return f"--resume -> {d.mode}" + (
+            f" ({len(pending)} unanswered before: answered now)" if pending else ""
+        )
 
 
 def run_seed(seed: int, actions: int, root: Path, log: Callable[[str], None] = lambda _: None) -> SoakResult:

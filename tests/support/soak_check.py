@@ -158,6 +158,8 @@ def replayed(transcript: Path, env: dict[str, str]) -> list[Envelope] | str:
 
 def check_replay(found: Findings, home: Path, transcript: Path, env: dict[str, str]) -> None:
     """The store (its sessions in order) equals `happy replay` of the transcript, up to REPLAY_ROLES."""
+    if not transcript.exists():  # no prompt reached Claude: nothing to replay (check_messages says so)
+        return
     replay = replayed(transcript, env)
     if isinstance(replay, str):
         found.violations.append(replay)
@@ -177,10 +179,12 @@ def check_replay(found: Findings, home: Path, transcript: Path, env: dict[str, s
 def check_exits(found: Findings, exits: Sequence[Exit]) -> None:
     """Exit codes as documented; the terminal as it was after every exit happy could clean up
     after (a kill -9 leaves it raw: nothing can restore it)."""
-    wanted = {"exit": 0, "sigterm": 143, "kill -9": 137}
+    wanted = {"exit": 0, "sigterm": 143, "sighup": 129, "kill -9": 137}
     for n, ex in enumerate(exits):
-        if ex.code != wanted.get(ex.how):
-            found.violations.append(f"run {n + 1} ({ex.how}) exited {ex.code}, not {wanted.get(ex.how)}")
+        if ex.how not in wanted:
+            found.violations.append(f"run {n + 1} ended on its own ({ex.how}), exit {ex.code}")
+        elif ex.code != wanted[ex.how]:
+            found.violations.append(f"run {n + 1} ({ex.how}) exited {ex.code}, not {wanted[ex.how]}")
         if ex.how != "kill -9" and ex.stty_before != ex.stty_after:
             found.violations.append(f"run {n + 1} ({ex.how}): terminal not restored")
 

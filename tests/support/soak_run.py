@@ -26,12 +26,15 @@ from happy_launcher.session.control_wire import Facts
 from happy_launcher.session.home import socket_path
 from happy_launcher.session.store import SessionStore
 from tests.support.claude_env import ClaudeEnv
-from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text
+from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import READY_MARKERS, HappyTui, happy_executable, squeeze, wait_pid_gone
 from tests.support.soak_check import Exit, stored_sessions, user_blocks, user_text
 
 SLOW_WORD = "slow"  # in a prompt: the fake answers slowly (a turn to abort or to stop mid-way)
 SLOW_REPLY = " ".join(f"word{n}" for n in range(40))
+TOOL_WORD = "tool"
+BIG_WORD = "big"
+BIG_REPLY = " ".join(f"big{n:05d}" for n in range(5000))
 TURN_TIMEOUT = 60.0  # a prompt -> its turn-end in the store (a switch, a resume, a slow machine)
 GONE_TIMEOUT = 20.0  # a process we ended -> gone
 
@@ -50,9 +53,15 @@ class Message:
 
 
 def soak_script() -> Script:
-    """Echo every prompt; a prompt holding SLOW_WORD gets a reply streamed over ~14 s."""
+    """Echo every prompt. A prompt holding SLOW_WORD gets a reply streamed over ~14 s; TOOL_WORD,
+    a Bash call (allowed by the test settings) then a reply; BIG_WORD, a 45 KB reply (the
+    transcript's last 32 KiB then hold no `mode` record: issue 16 item 1's second trigger)."""
+    ran = Rule(Reply([Text("Ran it.")]), tool_result="Bash")
+    call = ToolUse("Bash", {"command": "echo soak", "description": "Echo"})
+    tool = Rule(Reply([Text("Running."), call]), prompt=TOOL_WORD)
+    big = Rule(Reply([Text(BIG_REPLY, chunk_size=2000)]), prompt=BIG_WORD)
     slow = Rule(Reply([Text(SLOW_REPLY, chunk_size=6)], chunk_delay=0.3), prompt=SLOW_WORD)
-    return Script([slow], fallback=lambda req: Reply([Text("Echo: " + req.last_user_text)]))
+    return Script([ran, tool, big, slow], fallback=lambda req: Reply([Text("Echo: " + req.last_user_text)]))
 
 
 def descendants(pid: int) -> set[int]:
@@ -78,6 +87,7 @@ class Driver:
         self.tui: HappyTui | None = None
         self.mode = "local"
         self.claude_id: str | None = None
+        self.happy_id: str | None = None
         self.messages: list[Message] = []
         self.exits: list[Exit] = []
         self.pids: set[int] = set()  # every happy and Claude seen: none may outlive the run
@@ -99,9 +109,7 @@ class Driver:
         self.tui = HappyTui(self.cenv, self.home, args, events=events, wrap_stty=True, env={"TERM": "xterm"})
         self.front_ready(None, 0)  # the TUI; or the remote screen, to deliver what is pending
         self.remember_pids()
-        facts = self.settled()
-        if self.claude_id is None:
-            self.claude_id = facts.claude_session_id
+        self.settled()
 
     def remember_pids(self) -> None:
         pid = self.happy_pid() if self.tui is not None else None
@@ -144,7 +152,7 @@ class Driver:
         """The happy process, while it runs (the wrapper shell has it as its only child)."""
         try:
             return self.t.happy_pid()
-        except AssertionError:
+        except (AssertionError, OSError):  # no child, or the wrapper shell itself gone
             return None
 
     def signal(self, sig: signal.Signals) -> None:
@@ -167,12 +175,14 @@ class Driver:
         path = socket_path(self.home, self.t.happy_pid())
 
         async def ask() -> Facts:
-            async with connect(path, within=2) as client:
-                return (await client.status()).session
+            # Bounded: happy may be blocked writing to its terminal, which only the caller drains.
+            with anyio.fail_after(1):
+                async with connect(path) as client:
+                    return (await client.status()).session
 
         try:
             return anyio.run(ask)
-        except (ControlError, OSError):  # the socket not there yet, or gone: the caller's wait goes on
+        except (ControlError, OSError, TimeoutError):  # not there yet, gone, or busy: the wait goes on
             return None
 
     def settled(self, timeout: float = 30) -> Facts:
@@ -181,14 +191,23 @@ class Driver:
 
         def idle() -> bool:
             facts = self.facts()
-            if facts is None or facts.busy or facts.claude_session_id is None:
+            if facts is None or facts.busy:
                 return False
             got.append(facts)
             return True
 
         self.wait(idle, timeout, "happy idle (control status)")
-        self.mode = got[-1].mode
-        return got[-1]
+        facts = got[-1]
+        self.mode = facts.mode
+        self.claude_id = self.same("Claude", self.claude_id, facts.claude_session_id)
+        self.happy_id = self.same("happy", self.happy_id, facts.happy_session_id)
+        return facts
+
+    def same(self, which: str, known: str | None, now: str | None) -> str | None:
+        """One session id for the whole run: a change is noted where it happens (a split)."""
+        if known is not None and now not in (None, known):
+            self.note(f"the {which} session id changed: {known} -> {now}")
+        return now or known
 
     def wait(self, cond: Callable[[], bool], timeout: float, what: str) -> None:
         try:
@@ -226,6 +245,10 @@ class Driver:
     def wait_answered(self, text: str, timeout: float = TURN_TIMEOUT) -> None:
         self.wait(lambda: self.answered(text), timeout, f"{text!r} answered (its turn-end in the store)")
 
+    def resumable(self) -> bool:
+        """Claude has a transcript for the session (before the first prompt it has none)."""
+        return self.claude_id is not None and self.cenv.transcript_path(self.claude_id).exists()
+
     def pending(self) -> list[Message]:
         return [m for m in self.messages if not self.answered(m.text)]
 
@@ -236,17 +259,25 @@ class Driver:
 
     # -- acting -----------------------------------------------------------------------------------
 
-    def verb(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """A `happy` verb run by another process, as a user's other terminal would."""
-        return subprocess.run(
+    def verb(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A `happy` verb run by another process, as a user's other terminal would. happy's
+        terminal is drained meanwhile: a full PTY would block happy, and the verb with it."""
+        with subprocess.Popen(
             [happy_executable(), *args],
             env=self.env,
             cwd=self.cenv.cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
-            check=False,
-        )
+        ) as proc:
+            try:
+                if self.tui is not None:
+                    self.tui.poll(lambda: proc.poll() is not None, timeout)
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                raise StepFailed(f"`happy {' '.join(args)}` did not answer within {timeout} s") from exc
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def expect(self, text: str, via: str, step: int) -> None:
         self.messages.append(Message(text, via, step))
