@@ -19,7 +19,7 @@ from tests.support.soak import run_seed
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 CI_SEED = 16
-CI_ACTIONS = 10
+CI_ACTIONS = 20
 
 
 def test_a_seeded_random_walk_keeps_every_invariant(tmp_path: Path) -> None:

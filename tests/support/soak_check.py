@@ -22,8 +22,9 @@ from tests.support.happy_tui import Envelope, getpid_alive, happy_executable, wa
 
 # What `happy replay` of the transcript cannot reproduce, so the comparison leaves it out:
 # - `service` envelopes: happy's own notes (a continuity break, an injection that failed);
-# - turn-end statuses: a turn cut short by a kill -9 is closed `failed` by the next start,
-#   and by replay when the next prompt comes (replay cannot know happy died).
+# - turn-end statuses: a turn cut short by SIGTERM/SIGHUP (`cancelled`) or kill -9 (`failed`,
+#   by the next start) has no end in the transcript, and replay closes it `completed` when
+#   the next prompt comes: only happy knew how it ended.
 REPLAY_ROLES = ("user", "agent")
 
 
