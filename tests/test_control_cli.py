@@ -28,7 +28,7 @@ from happy_launcher.protocol import (
     ToolCallStartEv,
     ToolStatus,
 )
-from happy_launcher.session.ports import MAX_MESSAGE, PendingRequest
+from happy_launcher.session.ports import MAX_MESSAGE, PermissionRequest
 from happy_launcher.store.sessions import SessionStore
 from tests.support.control import Envelopes, facts, running, stored_session
 from tests.support.happy_tui import happy_executable
@@ -156,13 +156,13 @@ async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
             (0, b"no turn is running\n"),
         ]
         one_error_line(await happy(tmp_path, "approve"), "no permission request is pending")
-        controller.request_permission(PendingRequest(id="perm-1", tool="Bash", input={}, title="Run ls"))
+        controller.request_permission(PermissionRequest(id="perm-1", tool="Bash", input={}, title="Run ls"))
         assert (await happy(tmp_path, "approve")).stdout == b"allowed perm-1\n"
-        controller.request_permission(PendingRequest(id="perm-2", tool="Bash", input={}, title="Run rm"))
+        controller.request_permission(PermissionRequest(id="perm-2", tool="Bash", input={}, title="Run rm"))
         done = await happy(tmp_path, "deny", "hs-alpha", "perm-2", "--message", "not that")
         assert done.stdout == b"denied perm-2\n"
-        controller.request_permission(PendingRequest(id="perm-3", tool="Bash", input={}, title="Run pwd"))
-        controller.request_permission(PendingRequest(id="perm-4", tool="Bash", input={}, title="Run id"))
+        controller.request_permission(PermissionRequest(id="perm-3", tool="Bash", input={}, title="Run pwd"))
+        controller.request_permission(PermissionRequest(id="perm-4", tool="Bash", input={}, title="Run id"))
         assert (await happy(tmp_path, "approve", "perm-4")).stdout == b"allowed perm-4\n"  # a lone request id
         controller.refuse_switch = "a dialog is open in the terminal: answer it first"
         one_error_line(await happy(tmp_path, "switch", "--to", "local"), "answer it first")
@@ -177,7 +177,9 @@ async def test_switch_abort_approve_deny(tmp_path: Path) -> None:
 async def test_an_error_quoting_session_text_shows_its_escape_sequences(tmp_path: Path) -> None:
     async with live_session(tmp_path) as controller:
         for n in (1, 2):
-            request = PendingRequest(id=f"perm-{n}", tool="Bash", input={}, title="\x1b[2J\x1b]0;owned\x07")
+            request = PermissionRequest(
+                id=f"perm-{n}", tool="Bash", input={}, title="\x1b[2J\x1b]0;owned\x07"
+            )
             controller.request_permission(request)
         done = await happy(tmp_path, "approve")
     one_error_line(done, "perm-1 (␛[2J␛]0;owned␇)")
@@ -259,8 +261,8 @@ async def test_watch_shows_session_text_as_written_and_an_open_request_once(tmp_
     )
     text = TextEv(text="[bold]not bold[/bold] \x1b[31mnot red")
     controller.commit([make.agent(ev, turn="t1", time=1_700_000_000_000) for ev in (text, tool)])
-    controller.request_permission(PendingRequest(id="perm-1", tool="Bash", input={}, title="[/]"))
-    controller.request_permission(PendingRequest(id="perm-2", tool="Bash", input={}, title="[red]x[/red]"))
+    controller.request_permission(PermissionRequest(id="perm-1", tool="Bash", input={}, title="[/]"))
+    controller.request_permission(PermissionRequest(id="perm-2", tool="Bash", input={}, title="[red]x[/red]"))
     async with anyio.create_task_group() as tg:
         await tg.start(partial(serve, controller, tmp_path))
         process = await anyio.open_process(

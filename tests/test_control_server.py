@@ -25,7 +25,7 @@ from happy_launcher.control.wire import (
 from happy_launcher.errors import ControlProtocolError, RequestRefusedError
 from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
-from happy_launcher.session.ports import PendingRequest
+from happy_launcher.session.ports import PermissionRequest
 from tests.support.control import Envelopes, facts, running
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +55,7 @@ async def raw_exchange(path: Path, payload: bytes, replies: int) -> list[dict[st
 
 async def test_hello_and_status_describe_the_session(tmp_path: Path) -> None:
     controller = FakeController(facts())
-    request = PendingRequest(id="perm-1", tool="Bash", input={"command": "ls"}, title="Run ls")
+    request = PermissionRequest(id="perm-1", tool="Bash", input={"command": "ls"}, title="Run ls")
     controller.request_permission(request)
     async with running(controller, tmp_path) as path, connect(path) as client:
         hello = await client.hello()
@@ -122,14 +122,14 @@ async def test_switch_abort_and_a_refusal(tmp_path: Path) -> None:
 
 async def test_permission_requests_reach_subscribers_and_answers_settle_them(tmp_path: Path) -> None:
     controller = FakeController(facts())
-    open_one = PendingRequest(id="perm-1", tool="Bash", input={"command": "ls"}, title="Run ls")
+    open_one = PermissionRequest(id="perm-1", tool="Bash", input={"command": "ls"}, title="Run ls")
     controller.request_permission(open_one)
     async with running(controller, tmp_path) as path, connect(path) as watcher, connect(path) as answerer:
         await watcher.subscribe(None)
         events = watcher.events()
         first = await anext(events)
         assert isinstance(first, PermissionRequested) and first.request.id == "perm-1"  # open ones first
-        controller.request_permission(PendingRequest(id="perm-2", tool="Write", input={}, title="Write x"))
+        controller.request_permission(PermissionRequest(id="perm-2", tool="Write", input={}, title="Write x"))
         second = await anext(events)
         assert isinstance(second, PermissionRequested) and second.request.title == "Write x"
         await answerer.answer("perm-2", False, "not now")

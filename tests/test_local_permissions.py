@@ -21,8 +21,8 @@ from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.protocol.events import Event, ToolCallEndEv, ToolCallStartEv, TurnEndEv
 from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import SessionRef
-from happy_launcher.session.permissions import PermissionAnswer, PermissionBroker, PermissionRequest
-from happy_launcher.session.ports import ControlRefused, Decision, Mode
+from happy_launcher.session.permissions import PermissionBroker
+from happy_launcher.session.ports import ControlRefused, Mode, PermissionAnswer, PermissionRequest
 from happy_launcher.session.tui_permissions import LocalPermissions, same_input
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -154,9 +154,9 @@ def controller(tmp_path: Path) -> tuple[SessionController, SessionRef]:
 
 async def test_the_controller_decides_and_refuses_late_answers_clearly(tmp_path: Path) -> None:
     c, ref = controller(tmp_path)
-    assert await c.ask_permission("Bash", BASH) == Decision("withdrawn")  # no TUI runs: a stale hook
+    assert await c.ask_permission("Bash", BASH) is None  # no TUI runs: a stale hook
     ref.front = Front("local")  # type: ignore[assignment]
-    got: list[Decision] = []
+    got: list[PermissionAnswer | None] = []
     async with anyio.create_task_group() as tg:
 
         async def ask(tool_input: dict[str, Any]) -> None:
@@ -170,7 +170,7 @@ async def test_the_controller_decides_and_refuses_late_answers_clearly(tmp_path:
         c.answer(first.id, True, None)
         c.answer(second.id, False, None)
         ref.local_permissions.withdraw_all()
-    assert got == [Decision("allowed"), Decision("denied", "Denied by a happy client"), Decision("withdrawn")]
+    assert got == [PermissionAnswer(True), PermissionAnswer(False, "Denied by a happy client"), None]
     with pytest.raises(ControlRefused, match=f"permission request {third.id} was withdrawn"):
         c.answer(third.id, True, None)
     with pytest.raises(ControlRefused, match=f"permission request {first.id} was allowed already"):
@@ -187,8 +187,11 @@ def test_the_wire_permission_request_takes_claudes_payload_as_is() -> None:
         parse_request(b'{"type":"permission","id":"hook","payload":{"tool_name":"","tool_input":{}}}')
     with pytest.raises(WireError, match=r"permission\.tool_name: Extra inputs"):
         parse_request(b'{"type":"permission","id":"hook","tool_name":"Bash","payload":%s}' % payload)
-    denied = DecisionReply.of("hook", Decision("denied", "not now", interrupt=True))
+    denied = DecisionReply.of("hook", PermissionAnswer(False, "not now", stop=True))
     assert encode(denied) == (
         b'{"type":"decision","id":"hook","outcome":"denied","message":"not now","interrupt":true}\n'
     )
-    assert DecisionReply.of("hook", Decision("withdrawn")).message is None
+    assert DecisionReply.of("hook", None).message is None
+    assert DecisionReply.of("hook", PermissionAnswer(True, "fine", stop=True)) == DecisionReply(
+        id="hook", outcome="allowed"
+    )

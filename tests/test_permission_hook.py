@@ -21,7 +21,7 @@ import pytest
 from happy_launcher.control.fake import FakeController
 from happy_launcher.local import permission_hook
 from happy_launcher.local.hooks import permission_hook_command
-from happy_launcher.session.ports import PendingRequest
+from happy_launcher.session.ports import PermissionAnswer, PermissionRequest, outcome
 from tests.support.control import facts, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -45,17 +45,17 @@ class Deciding:
 
     def __init__(self, controller: FakeController, decide: Callable[[FakeController, str], None]) -> None:
         self.controller, self.decide = controller, decide
-        self.seen: list[PendingRequest] = []
+        self.seen: list[PermissionRequest] = []
         self.outcomes: list[tuple[str, str]] = []
         self.asked, self.done = anyio.Event(), anyio.Event()
 
-    def requested(self, request: PendingRequest) -> None:
+    def requested(self, request: PermissionRequest) -> None:
         self.seen.append(request)
         self.asked.set()
         self.decide(self.controller, request.id)
 
-    def settled(self, request_id: str, outcome: str) -> None:
-        self.outcomes.append((request_id, outcome))
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
+        self.outcomes.append((request_id, outcome(answer)))
         self.done.set()
 
 
@@ -94,7 +94,7 @@ async def test_a_deny_carries_the_clients_message(tmp_path: Path) -> None:
 
 
 async def test_a_withdrawn_request_prints_nothing(tmp_path: Path) -> None:
-    async with deciding(tmp_path, lambda c, rid: c.settle(rid, "withdrawn")) as (path, _):
+    async with deciding(tmp_path, lambda c, rid: c.settle(rid, None)) as (path, _):
         assert await run_hook(path) == (0, b"")
 
 

@@ -23,7 +23,7 @@ import pytest
 import happy_launcher
 from happy_launcher.protocol import Envelope, SequentialIds, ToolCallEndEv, TurnEndEv
 from happy_launcher.remote.remote_session import RemoteSession
-from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
+from happy_launcher.session.ports import PermissionAnswer, PermissionRequest
 from happy_launcher.session.replay import replay_file
 from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv, make_claude_env

@@ -17,7 +17,7 @@ from happy_launcher.remote.screen_keys import (
     KeyDecoder,
     Send,
 )
-from happy_launcher.remote.screen_types import PermissionPrompt
+from happy_launcher.session.ports import PermissionRequest
 
 
 def keys(*chunks: bytes) -> list[Key]:
@@ -70,8 +70,8 @@ def test_any_bytes_decode_without_error(chunks: list[bytes]) -> None:
         assert key.name not in ("text", "paste") or key.text
 
 
-PROMPT_1 = PermissionPrompt("p1", "Bash", "rm -rf build", {"command": "rm -rf build"})
-PROMPT_2 = PermissionPrompt("p2", "Write", "a.txt", {})
+PROMPT_1 = PermissionRequest("p1", "Bash", {"command": "rm -rf build"}, "rm -rf build")
+PROMPT_2 = PermissionRequest("p2", "Write", {}, "a.txt")
 
 
 def feed(c: KeyController, *ks: Key, now: int = 0, turn: str | None = None) -> list[object]:

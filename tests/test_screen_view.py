@@ -12,7 +12,7 @@ from happy_launcher.protocol import EnvelopeFactory, SequentialIds, ToolCallStar
 from happy_launcher.remote.screen_keys import Key, KeyController
 from happy_launcher.remote.screen_model import Line, Transcript
 from happy_launcher.remote.screen_render import TerminalOutput, live_view, scrollback
-from happy_launcher.remote.screen_types import PermissionPrompt, StatusInfo
+from happy_launcher.remote.screen_types import StatusInfo
 from happy_launcher.remote.screen_view import (
     BUSY_HINT,
     EXIT_HINT,
@@ -20,6 +20,7 @@ from happy_launcher.remote.screen_view import (
     PROMPT_HINT,
     compose,
 )
+from happy_launcher.session.ports import PermissionRequest
 
 STATUS = StatusInfo("hsession1", "0f3c-uuid", "claude-sonnet")
 make = EnvelopeFactory(SequentialIds("e"))
@@ -68,8 +69,8 @@ def test_a_running_turn_with_a_preview_and_a_draft() -> None:
 
 def test_the_oldest_permission_prompt_and_how_many_wait() -> None:
     keys = KeyController()
-    keys.add_prompt(PermissionPrompt("p1", "Bash", "rm -rf  build", {}))
-    keys.add_prompt(PermissionPrompt("p2", "mcp__x__y", "", {"big": 2**70, "path": "/tmp"}))
+    keys.add_prompt(PermissionRequest("p1", "Bash", {}, "rm -rf  build"))
+    keys.add_prompt(PermissionRequest("p2", "mcp__x__y", {"big": 2**70, "path": "/tmp"}, ""))
     lines = plain(compose(Transcript(), keys, STATUS, now=0, rows=24))
     assert lines[:2] == ["? Allow Bash: rm -rf build?", f"  {PROMPT_HINT} · 1 more waiting"]
     keys.feed(Key("text", "y"), now=0, turn=None)

@@ -21,7 +21,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from happy_launcher.control.fake import FakeController
 from happy_launcher.errors import UsageError
 from happy_launcher.home.procs import this_process
-from happy_launcher.session.ports import MAX_MESSAGE, PendingRequest
+from happy_launcher.session.ports import MAX_MESSAGE, PermissionRequest
 from happy_launcher.store.sessions import SessionStore
 from happy_launcher.web.auth import PAIR_ATTEMPTS, Pairing, allowed_hosts, origin_ok
 from happy_launcher.web.body_limit import BODY_LIMIT
@@ -197,7 +197,7 @@ def test_a_retried_command_acts_once(server: WebServer, controller: FakeControll
     abort = {"id": "a1", "type": "abort"}
     assert command(server, token, abort) == command(server, token, abort) == (200, {"ok": True})
     assert controller.aborts == 1
-    controller.request_permission(PendingRequest("p1", "Bash", {"command": "ls"}, "Run ls"))
+    controller.request_permission(PermissionRequest("p1", "Bash", {"command": "ls"}, "Run ls"))
     deny = {"id": "d1", "type": "answer", "request_id": "p1", "allow": False, "message": "not now"}
     assert command(server, token, deny) == command(server, token, deny) == (200, {"ok": True})
     assert controller.answers == [("p1", False, "not now")]
@@ -236,7 +236,7 @@ def test_the_stream_resumes_after_last_event_id_with_open_requests_as_state(
     token = pair(server)
     made = Envelopes()
     controller.commit(made.make(5))
-    controller.request_permission(PendingRequest("p1", "Bash", {"command": "ls"}, "Run ls"))
+    controller.request_permission(PermissionRequest("p1", "Bash", {"command": "ls"}, "Run ls"))
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
     conn.request(
         "POST",

@@ -37,7 +37,7 @@ from happy_launcher.control.fake import FakeController
 from happy_launcher.control.server import serve
 from happy_launcher.local import permission_hook
 from happy_launcher.local.hooks import PERMISSION_HOOK_TIMEOUT_S, permission_hook_command
-from happy_launcher.session.ports import PendingRequest
+from happy_launcher.session.ports import PermissionAnswer, PermissionRequest
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.control import facts
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
@@ -53,10 +53,10 @@ class Withdrawing:
     def __init__(self, controller: FakeController) -> None:
         self.controller = controller
 
-    def requested(self, request: PendingRequest) -> None:
-        self.controller.settle(request.id, "withdrawn")
+    def requested(self, request: PermissionRequest) -> None:
+        self.controller.settle(request.id, None)
 
-    def settled(self, request_id: str, outcome: str) -> None:
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
         pass
 
 

@@ -28,7 +28,8 @@ from happy_launcher.remote.launcher import connect
 from happy_launcher.remote.options import check_remote_flags
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.core import Session
-from happy_launcher.session.permissions import DEFAULT_TIMEOUT, PermissionAnswer
+from happy_launcher.session.permissions import DEFAULT_TIMEOUT
+from happy_launcher.session.ports import PermissionAnswer
 
 __all__ = ["PermissionAnswer", "RemoteSession", "open_session", "run"]
 

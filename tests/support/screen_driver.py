@@ -21,7 +21,8 @@ import anyio
 import orjson
 
 from happy_launcher.protocol import parse_envelope
-from happy_launcher.remote.screen import PermissionPrompt, RemoteScreen, StatusInfo
+from happy_launcher.remote.screen import RemoteScreen, StatusInfo
+from happy_launcher.session.ports import PermissionRequest
 
 STATUS = StatusInfo("hsession0001", "claude-session-1", "fake-model")
 
@@ -69,7 +70,7 @@ def apply(screen: RemoteScreen, item: dict[str, Any]) -> None:
     elif "partial" in item:
         screen.on_partial(item["partial"])
     elif "permission" in item:
-        screen.on_permission(PermissionPrompt(**item["permission"]))
+        screen.on_permission(PermissionRequest(**item["permission"]))
     elif "permission_done" in item:
         screen.on_permission_done(item["permission_done"])
     elif "status" in item:

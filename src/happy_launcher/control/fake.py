@@ -15,11 +15,11 @@ from happy_launcher.session.ports import (
     Accepted,
     CommitSubscriber,
     ControlRefused,
-    Decision,
     InputMode,
     Mode,
-    PendingRequest,
-    PermissionWatcher,
+    PermissionAnswer,
+    PermissionListener,
+    PermissionRequest,
     SessionFacts,
     SwitchOutcome,
 )
@@ -38,9 +38,10 @@ class FakeController:
         self.refuse_switch: str | None = None  # a ControlRefused message for the next switches
         self.before_history: Callable[[], None] | None = None  # runs inside each `history` call
         self._subscribers: list[CommitSubscriber] = []
-        self._watchers: list[PermissionWatcher] = []
-        self._pending: dict[str, PendingRequest] = {}
-        self._asks: dict[str, tuple[anyio.Event, list[Decision]]] = {}  # `ask_permission` waiting
+        self._watchers: list[PermissionListener] = []
+        self._pending: dict[str, PermissionRequest] = {}
+        # `ask_permission` waiting, and the settlement it gets
+        self._asks: dict[str, tuple[anyio.Event, list[PermissionAnswer | None]]] = {}
         self.asked = 0
 
     # --- what the session does ----------------------------------------------------------------
@@ -54,23 +55,20 @@ class FakeController:
             subscriber.committed(seqs, envelopes)
         return seqs
 
-    def request_permission(self, request: PendingRequest) -> None:
+    def request_permission(self, request: PermissionRequest) -> None:
         self._pending[request.id] = request
         for watcher in list(self._watchers):
             watcher.requested(request)
 
-    def settle(self, request_id: str, outcome: str) -> None:
+    def settle(self, request_id: str, answer: PermissionAnswer | None) -> None:
+        """`answer` None: withdrawn."""
         del self._pending[request_id]
         for watcher in list(self._watchers):
-            watcher.settled(request_id, outcome)
+            watcher.settled(request_id, answer)
         if request_id in self._asks:
-            done, decision = self._asks.pop(request_id)
-            decision.append(Decision("withdrawn") if outcome == "withdrawn" else self._decided(request_id))
+            done, settlement = self._asks.pop(request_id)
+            settlement.append(answer)
             done.set()
-
-    def _decided(self, request_id: str) -> Decision:
-        _, allow, message = next(a for a in reversed(self.answers) if a[0] == request_id)
-        return Decision("allowed") if allow else Decision("denied", message or "")
 
     @property
     def subscribers(self) -> int:
@@ -114,31 +112,31 @@ class FakeController:
         self._facts = replace(self._facts, busy=False)
         return "aborted"
 
-    def pending_permissions(self) -> list[PendingRequest]:
+    def pending_permissions(self) -> list[PermissionRequest]:
         return list(self._pending.values())
 
     def answer(self, request_id: str, allow: bool, message: str | None) -> None:
         if request_id not in self._pending:
             raise ControlRefused(f"no pending permission request {request_id}: it was answered or withdrawn")
         self.answers.append((request_id, allow, message))
-        self.settle(request_id, "allowed" if allow else "denied")
+        self.settle(request_id, PermissionAnswer(allow, message or ""))
 
-    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
+    def watch_permissions(self, watcher: PermissionListener) -> Callable[[], None]:
         self._watchers.append(watcher)
         for request in list(self._pending.values()):  # the open ones first, as the real one does
             watcher.requested(request)
         return lambda: self._watchers.remove(watcher)
 
-    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> PermissionAnswer | None:
         """A pending `local` request with id `ask-<n>`, settled by `answer` or `settle`;
         cancelled (the asker left): withdrawn."""
         self.asked += 1
         request_id = f"ask-{self.asked}"
-        done, decision = self._asks[request_id] = (anyio.Event(), [])
-        self.request_permission(PendingRequest(request_id, tool, tool_input, tool, "local"))
+        done, settlement = self._asks[request_id] = (anyio.Event(), [])
+        self.request_permission(PermissionRequest(request_id, tool, tool_input, tool, origin="local"))
         try:
             await done.wait()
         finally:
             if request_id in self._asks:
-                self.settle(request_id, "withdrawn")
-        return decision[0]
+                self.settle(request_id, None)
+        return settlement[0]

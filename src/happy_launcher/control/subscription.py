@@ -8,7 +8,6 @@ it is in the history, or held, or both (and then sent once, by seq)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 
 from happy_launcher.control.outbox import Outbox
@@ -20,14 +19,13 @@ from happy_launcher.control.wire import (
     envelope_line,
 )
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.ports import Controller, PendingRequest
+from happy_launcher.session.ports import Controller, PermissionAnswer, PermissionRequest
 
-_log = logging.getLogger(__name__)
 HISTORY_CHUNK = 512  # envelopes per history read (the read runs on the event loop)
 
 
 class Subscription:
-    """A `CommitSubscriber` and `PermissionWatcher` feeding one client's outbox."""
+    """A `CommitSubscriber` and `PermissionListener` feeding one client's outbox."""
 
     def __init__(self, controller: Controller, outbox: Outbox, after_seq: int | None) -> None:
         self._controller = controller
@@ -87,14 +85,10 @@ class Subscription:
             self._held.clear()
             self._outbox.drop("the session moved on faster than this client read its history")
 
-    # --- PermissionWatcher --------------------------------------------------------------------
+    # --- PermissionListener -------------------------------------------------------------------
 
-    def requested(self, request: PendingRequest) -> None:
+    def requested(self, request: PermissionRequest) -> None:
         self._outbox.put(encode(PermissionRequested(request=Permission.of(request))))
 
-    def settled(self, request_id: str, outcome: str) -> None:
-        if outcome not in ("allowed", "denied", "withdrawn"):
-            _log.warning("permission %s settled %r: not a protocol outcome, not sent", request_id, outcome)
-            return
-        line = PermissionSettled.model_validate({"request_id": request_id, "outcome": outcome})
-        self._outbox.put(encode(line))
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
+        self._outbox.put(encode(PermissionSettled.of(request_id, answer)))

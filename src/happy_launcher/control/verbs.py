@@ -1,20 +1,20 @@
 """The control verbs behind `happy sessions|send|watch|switch|abort|approve|deny` (the CLI only
 parses and prints). Each finds its session (`control_discovery.resolve`), then talks to its
-control socket; `watch` of an ended session reads the store instead."""
+control socket; `watch` follows it (control/follow.py)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Protocol
 
 from happy_launcher.control.client import ControlClient, EnvelopeBytes, connect
 from happy_launcher.control.discovery import SessionView, discover, resolve, resolve_here
-from happy_launcher.control.wire import AcceptedReply, Dropped, Event
+from happy_launcher.control.follow import Connected, follow
+from happy_launcher.control.wire import AcceptedReply, Event
 from happy_launcher.errors import NoSuchSessionError, RequestRefusedError, SessionEndedError
 from happy_launcher.session.ports import InputMode, Mode
-from happy_launcher.store.sessions import DB_NAME, SessionStore
 
 
 async def sessions(home: Path) -> list[SessionView]:
@@ -22,11 +22,19 @@ async def sessions(home: Path) -> list[SessionView]:
 
 
 @asynccontextmanager
-async def _running(home: Path, selector: str | None) -> AsyncIterator[ControlClient]:
-    view = resolve(await discover(home), selector)
+async def running(view: SessionView) -> AsyncIterator[ControlClient]:
+    """A connection to `view`'s session, for its actions (send, answer, switch, abort), every face's:
+    the control client raises the project's errors (refused, ended, too large, protocol), and an
+    ended session's says how to continue it."""
     if not view.running or view.socket is None:
         raise _ended(view)
     async with connect(view.socket) as client:
+        yield client
+
+
+@asynccontextmanager
+async def _running(home: Path, selector: str | None) -> AsyncIterator[ControlClient]:
+    async with running(resolve(await discover(home), selector)) as client:
         yield client
 
 
@@ -87,40 +95,13 @@ class WatchOutput(Protocol):
 
 
 async def watch(home: Path, selector: str | None, output: WatchOutput, *, from_start: bool, cwd: str) -> None:
-    """Print a session's envelopes (its history with `from_start`), live until it ends; an ended
-    session's history comes from the store. A drop (a reader too slow) is caught up from the last
-    seq received, on a new connection. None named: the session of directory `cwd` (`resolve_here`)."""
+    """Print a session's envelopes (its history with `from_start`), live until it ends (`follow`;
+    an ended session: its history). None named: the session of directory `cwd` (`resolve_here`)."""
     view = resolve_here(await discover(home), selector, cwd)
-    last: int | None = 0 if from_start or not view.running else None
-    happy_id = view.happy_id
-    while view.running and view.socket is not None:
-        dropped = False
-        try:
-            async with connect(view.socket) as client:
-                happy_id = (await client.hello()).session.happy_session_id or happy_id
-                await client.subscribe(last)
-                async for item in client.events():
-                    if isinstance(item, EnvelopeBytes):
-                        output.envelope(item.seq, item.body)
-                        last = item.seq
-                    elif isinstance(item, Dropped):
-                        dropped = True
-                    else:
-                        output.event(item)
-        except SessionEndedError:
-            pass  # it ended before we got there: the store has the rest
-        if not dropped:
-            break
-    if happy_id is not None and last is not None:  # what was committed as the session ended
-        for seq, body in _stored_after(home, happy_id, last):
-            output.envelope(seq, body)
-
-
-def _stored_after(home: Path, happy_id: str, after: int) -> list[tuple[int, bytes]]:
-    if not (home / DB_NAME).exists():
-        return []
-    store = SessionStore.open(home)
-    try:
-        return store.raw_envelopes(happy_id, after)
-    finally:
-        store.close()
+    after: int | None = 0 if from_start or not view.running else None
+    async with aclosing(follow(home, view, after)) as followed:
+        async for item in followed:
+            if isinstance(item, EnvelopeBytes):
+                output.envelope(item.seq, item.body)
+            elif not isinstance(item, Connected):
+                output.event(item)

@@ -14,7 +14,13 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
 
 from happy_launcher.protocol.wire import Envelope
-from happy_launcher.session.ports import Accepted, Decision, PendingRequest, SessionFacts
+from happy_launcher.session.ports import (
+    Accepted,
+    PermissionAnswer,
+    PermissionRequest,
+    SessionFacts,
+    outcome,
+)
 
 PROTOCOL_VERSION = 1
 
@@ -69,10 +75,13 @@ class Permission(_Line):
     )
 
     @classmethod
-    def of(cls, request: PendingRequest) -> Permission:
+    def of(cls, request: PermissionRequest) -> Permission:
         return cls(
             id=request.id, tool=request.tool, input=request.input, title=request.title, origin=request.origin
         )
+
+    def request(self) -> PermissionRequest:
+        return PermissionRequest(self.id, self.tool, self.input, self.title, origin=self.origin)
 
 
 # --- requests (client -> server) ----------------------------------------------------------------
@@ -220,13 +229,11 @@ class DecisionReply(_Line):
     interrupt: bool = False
 
     @classmethod
-    def of(cls, request_id: str, decision: Decision) -> DecisionReply:
-        return cls(
-            id=request_id,
-            outcome=decision.outcome,
-            message=decision.message or None,
-            interrupt=decision.interrupt,
-        )
+    def of(cls, request_id: str, answer: PermissionAnswer | None) -> DecisionReply:
+        """`answer` None: withdrawn."""
+        if answer is None or answer.allow:
+            return cls(id=request_id, outcome=outcome(answer))
+        return cls(id=request_id, outcome="denied", message=answer.message or None, interrupt=answer.stop)
 
 
 class ErrorReply(_Line):
@@ -256,6 +263,10 @@ class PermissionSettled(_Line):
     type: Literal["permission-settled"] = "permission-settled"
     request_id: str
     outcome: Literal["allowed", "denied", "withdrawn"]
+
+    @classmethod
+    def of(cls, request_id: str, answer: PermissionAnswer | None) -> PermissionSettled:
+        return cls(request_id=request_id, outcome=outcome(answer))
 
 
 class Dropped(_Line):

@@ -15,11 +15,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.driver import RemoteDriver, SentPrompt
 from happy_launcher.session.inbound import InboundPrompt
-from happy_launcher.session.permissions import PermissionAnswer, PermissionBroker
-
-
-class Subscriber(Protocol):
-    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None: ...
+from happy_launcher.session.permissions import PermissionBroker
+from happy_launcher.session.ports import CommitSubscriber, PermissionAnswer
 
 
 class Committed(Protocol):
@@ -27,7 +24,7 @@ class Committed(Protocol):
 
     id: str | None
 
-    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]: ...
+    def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]: ...
 
     def pending_prompts(self) -> list[InboundPrompt]: ...
 
@@ -106,7 +103,7 @@ class RemoteSession:
                     sent.append(await self.submit(prompt.text, prompt.uuid))
         return sent
 
-    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+    def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
         """Be told of every envelope committed from now on (`committed(seqs, envelopes)`)."""
         return self._session.subscribe(subscriber)
 

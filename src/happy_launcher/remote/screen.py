@@ -39,15 +39,15 @@ from happy_launcher.remote.screen_keys import Answer, Command, End, Interrupt, K
 from happy_launcher.remote.screen_model import Transcript
 from happy_launcher.remote.screen_render import Renderer, TerminalOutput
 from happy_launcher.remote.screen_types import (
-    PermissionPrompt,
     ScreenActions,
     ScreenEnd,
     StatusInfo,
 )
 from happy_launcher.remote.screen_view import SPIN_MS, compose, describe
+from happy_launcher.session.ports import PermissionRequest
 from happy_launcher.terminal.guard import SignalReceiver, TerminalGuard, terminal_size
 
-__all__ = ["PermissionPrompt", "RemoteScreen", "ScreenActions", "ScreenEnd", "StatusInfo"]
+__all__ = ["RemoteScreen", "ScreenActions", "ScreenEnd", "StatusInfo"]
 
 _log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class RemoteScreen:
         self._transcript.partial(text)
         self._changed()
 
-    def on_permission(self, prompt: PermissionPrompt) -> None:
+    def on_permission(self, prompt: PermissionRequest) -> None:
         self._keys.add_prompt(prompt)
         self._changed()
 

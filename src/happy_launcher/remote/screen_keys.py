@@ -20,7 +20,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-from happy_launcher.remote.screen_types import ExitReason, PermissionPrompt
+from happy_launcher.remote.screen_types import ExitReason
+from happy_launcher.session.ports import PermissionRequest
 
 KeyName = Literal[
     "text", "paste", "enter", "backspace", "kill-line", "kill-word", "ctrl-c", "ctrl-d", "ctrl-t"
@@ -141,7 +142,7 @@ class Interrupt:
 
 @dataclass(frozen=True)
 class Answer:
-    prompt: PermissionPrompt
+    prompt: PermissionRequest
     allow: bool
     stop: bool = False
 
@@ -161,17 +162,17 @@ class KeyController:
 
     def __init__(self, *, exit_window_ms: int = EXIT_WINDOW_MS) -> None:
         self.buffer = ""
-        self._prompts: deque[PermissionPrompt] = deque()
+        self._prompts: deque[PermissionRequest] = deque()
         self._exit_window = exit_window_ms
         self._armed_at: int | None = None  # the first Ctrl-C of a pair
         self._space_at: int | None = None  # the first Space of a pair, on an empty line
         self._interrupted: str | None = None  # the turn we asked to interrupt
 
     @property
-    def prompts(self) -> tuple[PermissionPrompt, ...]:
+    def prompts(self) -> tuple[PermissionRequest, ...]:
         return tuple(self._prompts)
 
-    def add_prompt(self, prompt: PermissionPrompt) -> None:
+    def add_prompt(self, prompt: PermissionRequest) -> None:
         if all(p.id != prompt.id for p in self._prompts):
             self._prompts.append(prompt)
 

@@ -11,8 +11,8 @@ from happy_launcher.claude.sdk_items import Partial
 from happy_launcher.protocol import Envelope
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.remote.screen import RemoteScreen
-from happy_launcher.remote.screen_types import PermissionPrompt, ScreenEnd, StatusInfo
-from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
+from happy_launcher.remote.screen_types import ScreenEnd, StatusInfo
+from happy_launcher.session.ports import PermissionAnswer, PermissionRequest
 from happy_launcher.terminal.guard import SignalReceiver
 
 DENIED_HERE = "Denied in happy's terminal"
@@ -57,7 +57,7 @@ class ScreenLink:
             self.screen.on_partial(partial.text)
 
     def requested(self, request: PermissionRequest) -> None:
-        self.screen.on_permission(PermissionPrompt(request.id, request.tool, request.title, request.input))
+        self.screen.on_permission(request)
 
     def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
         self.screen.on_permission_done(request_id)

@@ -6,7 +6,7 @@ Kept apart from the screen itself so a launcher can name these types without imp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 
 class ScreenActions(Protocol):
@@ -23,16 +23,6 @@ class ScreenActions(Protocol):
 
     async def answer_permission(self, request_id: str, allow: bool, *, stop: bool = False) -> None:
         """The user answered a permission prompt; `stop`: deny and stop the turn."""
-
-
-@dataclass(frozen=True)
-class PermissionPrompt:
-    """A tool call waiting for the user's permission (`can_use_tool`)."""
-
-    id: str
-    tool: str
-    title: str
-    input: dict[str, Any]
 
 
 @dataclass(frozen=True)

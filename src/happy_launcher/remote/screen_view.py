@@ -8,7 +8,8 @@ import orjson
 
 from happy_launcher.remote.screen_keys import KeyController
 from happy_launcher.remote.screen_model import Line, Transcript, format_duration
-from happy_launcher.remote.screen_types import PermissionPrompt, StatusInfo
+from happy_launcher.remote.screen_types import StatusInfo
+from happy_launcher.session.ports import PermissionRequest
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPIN_MS = 250  # one spinner frame; the screen redraws this often while a turn runs
@@ -60,7 +61,7 @@ def _working(now: int, started: int | None, *, interrupting: bool) -> Line:
     return Line("working", text, SPINNER[now // SPIN_MS % len(SPINNER)])
 
 
-def _prompt_lines(prompt: PermissionPrompt, *, waiting: int) -> list[Line]:
+def _prompt_lines(prompt: PermissionRequest, *, waiting: int) -> list[Line]:
     hint = PROMPT_HINT + (f" · {waiting} more waiting" if waiting else "")
     return [
         Line("permission", f"Allow {prompt.tool}: {describe(prompt)}?", "?"),
@@ -68,7 +69,7 @@ def _prompt_lines(prompt: PermissionPrompt, *, waiting: int) -> list[Line]:
     ]
 
 
-def describe(prompt: PermissionPrompt) -> str:
+def describe(prompt: PermissionRequest) -> str:
     """What the tool is about to do, on one line: its title, else the start of its input."""
     title = " ".join(prompt.title.split())
     if title:

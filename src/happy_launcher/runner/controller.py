@@ -14,17 +14,17 @@ from happy_launcher.local.tui_input import inject_problem, normalized
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.session.continuity import ChainMark, check, mark
 from happy_launcher.session.launcher import SessionRef
-from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.session.ports import (
     AbortOutcome,
     Accepted,
     CommitSubscriber,
     ControlRefused,
-    Decision,
     InputMode,
     Mode,
-    PendingRequest,
-    PermissionWatcher,
+    Outcome,
+    PermissionAnswer,
+    PermissionListener,
+    PermissionRequest,
     SessionFacts,
     ShownMode,
     SwitchOutcome,
@@ -154,8 +154,8 @@ class SessionController:
         await front.abort()  # idle: a no-op, or a refusal (a watch-only run)
         return "aborted" if busy else "no-turn"
 
-    def pending_permissions(self) -> list[PendingRequest]:
-        return [_pending(request) for request in self._ref.permissions.pending]
+    def pending_permissions(self) -> list[PermissionRequest]:
+        return self._ref.permissions.pending
 
     def answer(self, request_id: str, allow: bool, message: str | None) -> None:
         answer = PermissionAnswer(allow, message or ("" if allow else "Denied by a happy client"))
@@ -163,22 +163,17 @@ class SessionController:
         if not broker.answer(request_id, answer):
             raise ControlRefused(_too_late(request_id, broker.settled_as(request_id)))
 
-    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
-        return self._ref.permissions.listen(_Watch(watcher))
+    def watch_permissions(self, listener: PermissionListener) -> Callable[[], None]:
+        return self._ref.permissions.listen(listener)
 
-    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> PermissionAnswer | None:
         front = self._ref.front
         if front is None or front.mode != "local":  # a hook of a TUI that is gone: nothing to ask
-            return Decision("withdrawn")
-        answer = await self._ref.local_permissions.ask(tool, tool_input)
-        if answer is None:
-            return Decision("withdrawn")
-        if answer.allow:
-            return Decision("allowed")
-        return Decision("denied", answer.message, interrupt=answer.stop)
+            return None
+        return await self._ref.local_permissions.ask(tool, tool_input)
 
 
-def _too_late(request_id: str, settled: str | None) -> str:
+def _too_late(request_id: str, settled: Outcome | None) -> str:
     if settled == "withdrawn":
         return (
             f"permission request {request_id} was withdrawn: it was answered in the terminal, "
@@ -187,19 +182,3 @@ def _too_late(request_id: str, settled: str | None) -> str:
     if settled is not None:
         return f"permission request {request_id} was {settled} already: the first answer counts"
     return f"no pending permission request {request_id}: see `happy watch` or the status for pending ones"
-
-
-class _Watch:
-    def __init__(self, watcher: PermissionWatcher) -> None:
-        self._watcher = watcher
-
-    def requested(self, request: PermissionRequest) -> None:
-        self._watcher.requested(_pending(request))
-
-    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
-        outcome = "withdrawn" if answer is None else "allowed" if answer.allow else "denied"
-        self._watcher.settled(request_id, outcome)
-
-
-def _pending(request: PermissionRequest) -> PendingRequest:
-    return PendingRequest(request.id, request.tool, request.input, request.title, request.origin)

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.protocol import Envelope
+from happy_launcher.session.ports import CommitSubscriber
 from happy_launcher.session.sinks import EnvelopeSink
 from happy_launcher.store.resume import Delivered
 
@@ -34,12 +35,6 @@ class DurableStore(Protocol):
         mapper_state: str | None = None,
         delivered: Sequence[Delivered] = (),
     ) -> list[int]: ...
-
-
-class Subscriber(Protocol):
-    """Told of every committed envelope with its seq, in seq order; must not block or raise."""
-
-    def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +86,7 @@ class CommitPoint:
         self._sinks = list(sinks)
         self._state = state
         self._delivered = delivered
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: list[CommitSubscriber] = []
         self._log = log
         self._backlog_limit = backlog_limit
         self._backlog: deque[_Batch] = deque()
@@ -112,7 +107,7 @@ class CommitPoint:
             failures=tuple(f"{n}: {why}" for n, why in zip(names, self._disabled.values(), strict=True)),
         )
 
-    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+    def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
         """Add a subscriber; returns the function that removes it."""
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)

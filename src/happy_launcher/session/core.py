@@ -26,7 +26,7 @@ from happy_launcher.claude.records import Record
 from happy_launcher.home.dirs import run_dir, settings_dir
 from happy_launcher.home.procs import is_alive, this_process
 from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnStatus, wall_clock_ms
-from happy_launcher.session.commit import CommitPoint, CommitStats, Subscriber
+from happy_launcher.session.commit import CommitPoint, CommitStats
 from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.inbound import (
     InboundLedger,
@@ -35,7 +35,7 @@ from happy_launcher.session.inbound import (
     pending_prompts,
 )
 from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.ports import Accepted, InputMode
+from happy_launcher.session.ports import Accepted, CommitSubscriber, InputMode
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
 from happy_launcher.store.sessions import SessionInfo, SessionStore
 from happy_launcher.store.sweep import clean_kept_settings, clean_run_dirs, end_dead_sessions
@@ -72,7 +72,7 @@ class Session:
         self._claude_source: str | None = None
         self._mirror: Mirror | None = None
         self._commit: CommitPoint | None = None
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: list[CommitSubscriber] = []
         self._ended = False
         self._adopted = False  # bound to an earlier happy session (resumed)
         self.inbound = InboundLedger()
@@ -230,7 +230,7 @@ class Session:
         """End what is open: active subagents, then the turn (Claude stopped, or was stopped)."""
         return self.mirror.close_turn(status)
 
-    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+    def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
         """Be told of every envelope committed from now on, with its seq."""
         self._subscribers.append(subscriber)
         unsubscribe = self._commit.subscribe(subscriber) if self._commit is not None else None

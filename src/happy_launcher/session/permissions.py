@@ -10,47 +10,23 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import anyio
 
 from happy_launcher.claude.titles import tool_title
+from happy_launcher.session.ports import (
+    Origin,
+    Outcome,
+    PermissionAnswer,
+    PermissionListener,
+    PermissionRequest,
+    outcome,
+)
 
 _log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 300.0  # seconds a request waits for an answer before it is denied
 _KEPT_SETTLED = 64  # settled request ids remembered, to tell a late answer what happened
-
-
-Origin = Literal["remote", "local"]
-
-
-@dataclass(frozen=True, slots=True)
-class PermissionRequest:
-    id: str
-    tool: str
-    input: dict[str, Any]
-    title: str  # by the mapper's title rules (the Bash command, the file path, …)
-    tool_use_id: str | None = None
-    # "local": the TUI asked (its PermissionRequest hook) and shows its own dialog meanwhile
-    origin: Origin = "remote"
-
-
-@dataclass(frozen=True, slots=True)
-class PermissionAnswer:
-    """`allow`, or deny with `message` (Claude sees it); `stop` also interrupts the turn."""
-
-    allow: bool
-    message: str = ""
-    stop: bool = False
-    updated_input: dict[str, Any] | None = None
-
-
-class PermissionListener(Protocol):
-    def requested(self, request: PermissionRequest) -> None: ...
-
-    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
-        """`answer` None: withdrawn (nobody's answer is wanted any more)."""
-        ...
 
 
 @dataclass
@@ -68,7 +44,7 @@ class PermissionBroker:
         self._new_id = new_id
         self.timeout = timeout
         self._pending: dict[str, _Pending] = {}
-        self._settled: OrderedDict[str, str] = OrderedDict()  # recent ids -> how (for refusals)
+        self._settled: OrderedDict[str, Outcome] = OrderedDict()  # recent ids -> how (for refusals)
         self._listeners: list[PermissionListener] = []
 
     @property
@@ -144,7 +120,7 @@ class PermissionBroker:
         self._settle(request_id, None)
         return True
 
-    def settled_as(self, request_id: str) -> str | None:
+    def settled_as(self, request_id: str) -> Outcome | None:
         """How a recently settled request ended ("allowed", "denied", "withdrawn"), for a clear
         refusal of a late answer; None when it is pending or unknown."""
         return self._settled.get(request_id)
@@ -158,7 +134,7 @@ class PermissionBroker:
         pending = self._pending.get(request_id)
         if pending is not None:
             pending.done.set()
-        self._settled[request_id] = "withdrawn" if answer is None else "allowed" if answer.allow else "denied"
+        self._settled[request_id] = outcome(answer)
         self._trim()
         self._tell(lambda listener: listener.settled(request_id, answer))
 

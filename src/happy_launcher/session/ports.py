@@ -57,38 +57,53 @@ class Accepted:
     duplicate: bool
 
 
+Origin = Literal["remote", "local"]  # local: the TUI asked (its hook) and shows its own dialog too
+
+
 @dataclass(frozen=True, slots=True)
-class PendingRequest:
-    """A permission request waiting for an answer from any client (or the terminal)."""
+class PermissionRequest:
+    """A tool call waiting for permission, from any client (or the terminal): the broker's, the
+    controller's, the remote screen's; the control socket's `Permission` is made from it."""
 
     id: str
     tool: str
     input: dict[str, Any]
-    title: str
-    origin: Literal["remote", "local"] = "remote"  # local: the TUI shows its own dialog too
+    title: str  # by the mapper's title rules (the Bash command, the file path, …)
+    tool_use_id: str | None = None
+    origin: Origin = "remote"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAnswer:
+    """How a request is settled: `allow`, or deny with `message` (Claude sees it); `stop` also
+    interrupts the turn. A request settled by nobody's answer (withdrawn) has None instead."""
+
+    allow: bool
+    message: str = ""
+    stop: bool = False
+    updated_input: dict[str, Any] | None = None
 
 
 Outcome = Literal["allowed", "denied", "withdrawn"]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """How a permission request of the TUI's hook was settled; `withdrawn`: by nobody's answer
-    (the TUI's own dialog decides). `message`: why it was denied; `interrupt`: also stop the turn."""
+def outcome(answer: PermissionAnswer | None) -> Outcome:
+    """How a settlement is told to clients (None: withdrawn)."""
+    return "withdrawn" if answer is None else "allowed" if answer.allow else "denied"
 
-    outcome: Outcome
-    message: str = ""
-    interrupt: bool = False
+
+class PermissionListener(Protocol):
+    def requested(self, request: PermissionRequest) -> None: ...
+
+    def settled(self, request_id: str, answer: PermissionAnswer | None) -> None:
+        """`answer` None: withdrawn (nobody's answer is wanted any more)."""
+        ...
 
 
 class CommitSubscriber(Protocol):
+    """Told of every committed envelope with its seq, in seq order; must not block or raise."""
+
     def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None: ...
-
-
-class PermissionWatcher(Protocol):
-    def requested(self, request: PendingRequest) -> None: ...
-
-    def settled(self, request_id: str, outcome: str) -> None: ...  # "allowed", "denied", "withdrawn"
 
 
 class Controller(Protocol):
@@ -121,18 +136,18 @@ class Controller(Protocol):
         """End the running turn `cancelled` (`aborted`); `no-turn` when idle (nothing done)."""
         ...
 
-    def pending_permissions(self) -> list[PendingRequest]: ...
+    def pending_permissions(self) -> list[PermissionRequest]: ...
 
     def answer(self, request_id: str, allow: bool, message: str | None) -> None:
         """Answer a pending permission request; ControlRefused if it is unknown or answered."""
         ...
 
-    def watch_permissions(self, watcher: PermissionWatcher) -> Callable[[], None]:
-        """Tell `watcher` of each request already pending (at once, in order), then of each new
+    def watch_permissions(self, listener: PermissionListener) -> Callable[[], None]:
+        """Tell `listener` of each request already pending (at once, in order), then of each new
         request and each settlement, until the returned function is called."""
         ...
 
-    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> Decision:
+    async def ask_permission(self, tool: str, tool_input: dict[str, Any]) -> PermissionAnswer | None:
         """The TUI's PermissionRequest hook asks: a pending request until the first answer, or
-        until it is withdrawn (never a deny for want of an answer). Cancelled: withdrawn."""
+        until it is withdrawn (None; never a deny for want of an answer). Cancelled: withdrawn."""
         ...

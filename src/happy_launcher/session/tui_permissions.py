@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from happy_launcher.protocol import Envelope
 from happy_launcher.protocol.events import ToolCallEndEv, ToolCallStartEv, TurnEndEv
-from happy_launcher.session.permissions import PermissionAnswer, PermissionBroker
+from happy_launcher.session.permissions import PermissionBroker
+from happy_launcher.session.ports import PermissionAnswer
 
 if TYPE_CHECKING:
     from happy_launcher.session.core import Session

@@ -16,10 +16,12 @@ import anyio
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from happy_launcher.control.client import ControlClient, connect
+from happy_launcher.control.client import ControlClient
 from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.verbs import running
 from happy_launcher.errors import (
     ControlError,
+    HappyError,
     MessageTooLargeError,
     NoSuchSessionError,
     RequestRefusedError,
@@ -122,22 +124,25 @@ class Commands:
             self._running.pop(key).set()
 
 
+# The project's errors (the control client's mapping of the socket's), as HTTP statuses.
+_STATUS: tuple[tuple[type[HappyError], int], ...] = (
+    (MessageTooLargeError, 413),
+    (RequestRefusedError, 409),
+    (SessionEndedError, 410),
+    (NoSuchSessionError, 404),
+    (ControlError, 502),
+)
+
+
 async def _perform(device: str, view: SessionView, command: Send | Answer | Switch | Abort) -> Result:
-    if not view.running or view.socket is None:
-        return 410, {"error": f"session {view.name} has ended"}
     try:
-        async with connect(view.socket) as client:
+        async with running(view) as client:
             return 200, await _apply(device, client, command)
-    except MessageTooLargeError as exc:
-        return 413, {"error": str(exc)}
-    except RequestRefusedError as exc:
-        return 409, {"error": str(exc)}
-    except SessionEndedError as exc:
-        return 410, {"error": str(exc)}
-    except NoSuchSessionError as exc:
-        return 404, {"error": str(exc)}
-    except ControlError as exc:
-        return 502, {"error": str(exc)}
+    except HappyError as exc:
+        status = next((code for kind, code in _STATUS if isinstance(exc, kind)), None)
+        if status is None:
+            raise
+        return status, {"error": str(exc)}
 
 
 async def _apply(
