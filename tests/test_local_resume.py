@@ -22,7 +22,7 @@ from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record, make_record
 from happy_launcher.home.dirs import ensure_home
 from happy_launcher.local.launch import Launch
-from happy_launcher.local.launcher import LocalConfig, run_local
+from happy_launcher.local.launcher import RunConfig, run_local
 from happy_launcher.local.tracker import LocalTracker
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.core import Session
@@ -106,8 +106,8 @@ def expected_new() -> list[str]:
     return [f"new-{kind}-{n}" for n in range(NEW) for kind in ("user", "assistant")]
 
 
-def config(tmp_path: Path, argv: list[str], claude: Path, std_fds: tuple[int, int]) -> LocalConfig:
-    return LocalConfig(
+def config(tmp_path: Path, argv: list[str], claude: Path, std_fds: tuple[int, int]) -> RunConfig:
+    return RunConfig(
         args=parse_happy_claude_args(argv),
         binary=claude,
         env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]},
@@ -129,7 +129,7 @@ async def test_resume_by_id_mirrors_what_claude_appends_before_the_history_is_in
     claude = stand_in(tmp_path, transcript, fifo, session_id, fire_hook=False)
 
     def slow_tracker(
-        cfg: LocalConfig,
+        cfg: RunConfig,
         launch: Launch,
         hook_events: Path | None,
         *,
@@ -220,7 +220,7 @@ async def test_metadata_claude_rewrites_before_its_hook_goes_to_the_resumed_happ
     delivered = anyio.Event()
 
     def tracker(
-        cfg: LocalConfig,
+        cfg: RunConfig,
         launch: Launch,
         hook_events: Path | None,
         *,

@@ -15,7 +15,7 @@ from happy_launcher.claude.paths import project_dir
 from happy_launcher.claude.picks import resolve_pick
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
 from happy_launcher.home.dirs import ensure_home, happy_home, run_dir
-from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.config import RunConfig
 from happy_launcher.session.events_output import open_events_output
 
 
@@ -46,7 +46,7 @@ def _run(argv: Sequence[str]) -> int:
     _refuse_busy_session(args, env)
     home = _usable_home(args, env)
     events = open_events_output(args.options.events) if args.options.events is not None else None
-    cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
+    cfg = RunConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
     if args.options.remote:
         return _run_remote(cfg)
     # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
@@ -89,25 +89,25 @@ def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
     return home
 
 
-def _run_remote(cfg: LocalConfig) -> int:
+def _run_remote(cfg: RunConfig) -> int:
     import anyio
 
     from happy_launcher.home.logfile import log_to
     from happy_launcher.remote.launcher import RemoteLauncher
     from happy_launcher.runner.modes import run_controlled
-    from happy_launcher.session.launcher import SessionRef
+    from happy_launcher.session.launcher import Run
 
     if cfg.home is None:
         raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
     log_to(cfg.home)
     launcher = RemoteLauncher(cfg)
     launcher.check()
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
+    ref = Run(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
     run = functools.partial(run_controlled, ref, launcher, mode="remote", cfg=cfg)
     return anyio.run(run).code
 
 
-def _run_tui(cfg: LocalConfig) -> int:
+def _run_tui(cfg: RunConfig) -> int:
     from happy_launcher.local.launcher import LocalLauncher, run_local
 
     launcher = LocalLauncher(cfg)

@@ -24,11 +24,11 @@ from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.direct import RELAYED, DirectExit, block_signals, spawn_direct, wait_direct
 from happy_launcher.local.launch import claude_argv, launch_plan
-from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.config import RunConfig
 
 if TYPE_CHECKING:
     from happy_launcher.local.tracking import Tracking
-    from happy_launcher.session.launcher import LauncherExit, SessionRef
+    from happy_launcher.session.launcher import LauncherExit, Run
 
 # Signals sent to happy itself (all relayed) end the run the conventional way, 128 + the signal,
 # as they would end `claude` run directly, and as in the TUI.
@@ -36,7 +36,7 @@ _ENDING = RELAYED
 _MIRROR_NICENESS = 10
 
 
-def run_headless(cfg: LocalConfig) -> int:
+def run_headless(cfg: RunConfig) -> int:
     """Run Claude on our stdio until it exits, mirroring its transcript; the exit code."""
     launch = launch_plan(cfg.args.intent)
     argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
@@ -60,13 +60,11 @@ def run_headless(cfg: LocalConfig) -> int:
     from happy_launcher.home.logfile import log_to
     from happy_launcher.local.launch import claude_start
     from happy_launcher.local.tracking import Tracking
-    from happy_launcher.session.launcher import SessionRef
+    from happy_launcher.session.launcher import Run
 
     log_to(cfg.home)
     start = claude_start(launch, cfg.env, cfg.cwd)
-    ref = SessionRef(
-        cfg.home, cfg.cwd, events=cfg.events, starts_on=start, replay=cfg.args.options.replay_existing
-    )
+    ref = Run(cfg.home, cfg.cwd, events=cfg.events, starts_on=start, replay=cfg.args.options.replay_existing)
     tracking = Tracking(cfg, ref, launch, hook_events=None, existing=existing)
     outcome: list[DirectExit] = []
     anyio.run(_mirror_until_exit, cfg, ref, tracking, pid, outcome)
@@ -74,7 +72,7 @@ def run_headless(cfg: LocalConfig) -> int:
 
 
 async def _mirror_until_exit(
-    cfg: LocalConfig, ref: SessionRef, tracking: Tracking, pid: int, outcome: list[DirectExit]
+    cfg: RunConfig, ref: Run, tracking: Tracking, pid: int, outcome: list[DirectExit]
 ) -> None:
     import anyio
     import anyio.to_thread

@@ -13,7 +13,7 @@ import anyio
 from happy_launcher.local.tui_input import inject_problem, normalized
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.session.continuity import ChainMark, check, mark
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.launcher import Run
 from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.session.ports import (
     AbortOutcome,
@@ -40,7 +40,7 @@ class SessionController:
 
     def __init__(
         self,
-        ref: SessionRef,
+        ref: Run,
         *,
         mode: ShownMode,
         pid: int,
