@@ -10,10 +10,11 @@ import anyio
 import orjson
 import pytest
 
+from happy_launcher.local.front import WatchOnlyFront
 from happy_launcher.protocol import Envelope
 from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import Run
-from happy_launcher.session.ports import MAX_MESSAGE, ControlRefused, Mode
+from happy_launcher.session.ports import MAX_MESSAGE, ControlRefused, InputMode, Mode
 from tests.support.records import rec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -157,4 +158,15 @@ async def test_a_message_over_1_mib_is_refused_in_words(ref: Run, tmp_path: Path
     c = controller(ref, tmp_path / "t.jsonl")
     with pytest.raises(ControlRefused, match=r"^the message is larger than 1 MiB \(1048577 bytes\)"):
         await c.send("m-1", "é" * (MAX_MESSAGE // 2) + "x")  # two bytes each
+    assert ref.get().pending_prompts() == []
+
+
+async def test_a_watch_only_run_refuses_every_message_before_looking_at_its_text(tmp_path: Path) -> None:
+    ref = Run(tmp_path / "home", tmp_path, remote_input="inject")
+    ref.front = WatchOnlyFront(ref)
+    c = controller(ref, tmp_path / "t.jsonl")
+    sends: list[tuple[str, InputMode | None]] = [("hi", None), ("esc \x1b", None), ("hi", "switch")]
+    for text, mode in sends:
+        with pytest.raises(ControlRefused, match="can be watched, but it takes no messages"):
+            await c.send("m-1", text, mode)
     assert ref.get().pending_prompts() == []

@@ -22,9 +22,12 @@ from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record, make_record
 from happy_launcher.home.dirs import ensure_home
 from happy_launcher.local.launch import Launch
-from happy_launcher.local.launcher import RunConfig, run_local
+from happy_launcher.local.launcher import LocalLauncher
 from happy_launcher.local.tracker import LocalTracker
+from happy_launcher.local.tracking import TrackerFactory
 from happy_launcher.protocol import Envelope
+from happy_launcher.runner.start import run_started
+from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
 from happy_launcher.store.sessions import SessionStore
 from tests.support.transcripts import assistant, user, write_jsonl
@@ -104,6 +107,10 @@ def mirrored_uuids(home: Path) -> list[str]:
 
 def expected_new() -> list[str]:
     return [f"new-{kind}-{n}" for n in range(NEW) for kind in ("user", "assistant")]
+
+
+async def run_local(cfg: RunConfig, *, make_tracker: TrackerFactory | None = None) -> int:
+    return await run_started(cfg, LocalLauncher(cfg, make_tracker=make_tracker), mode="local")
 
 
 def config(tmp_path: Path, argv: list[str], claude: Path, std_fds: tuple[int, int]) -> RunConfig:

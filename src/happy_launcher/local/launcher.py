@@ -32,36 +32,6 @@ if TYPE_CHECKING:
     from happy_launcher.local.tracking import TrackerFactory, Tracking
     from happy_launcher.terminal.guard import SignalReceiver
 
-__all__ = ["LocalLauncher", "RunConfig", "run_local"]
-
-
-async def run_local(
-    cfg: RunConfig, *, make_tracker: TrackerFactory | None = None, launcher: LocalLauncher | None = None
-) -> int:
-    """Run one local session; Claude's exit code. `make_tracker`: see `Tracking`; `launcher`: one
-    already started (`LocalLauncher.start`)."""
-    from happy_launcher.session.launcher import Run
-
-    launcher = launcher if launcher is not None else LocalLauncher(cfg, make_tracker=make_tracker)
-    if cfg.home is None:  # not mirrored: no session to drive from elsewhere either
-        code = (await launcher.run(None)).code
-        start = launcher.claude_start
-        say_how_to_resume(cfg, None if start is None else start.session_id)
-        return code
-    from happy_launcher.runner.modes import run_controlled
-
-    ref = Run(
-        cfg.home,
-        cfg.cwd,
-        events=cfg.events,
-        remote_input=cfg.args.options.remote_input,
-        starts_on=launcher.claude_start,
-        replay=cfg.args.options.replay_existing,
-    )
-    code = (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
-    say_how_to_resume(cfg, ref.claude_session_id)
-    return code
-
 
 def say_how_to_resume(cfg: RunConfig, claude_session_id: str | None) -> None:
     """After Claude's own resume hint, happy's: resumed through happy, the conversation stays in

@@ -32,7 +32,7 @@ from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.remote.sdk_permissions import can_use_tool
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
-from happy_launcher.session.launcher import LauncherExit, Run
+from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
 from happy_launcher.session.permissions import DEFAULT_TIMEOUT, PermissionBroker
 
 if TYPE_CHECKING:
@@ -102,11 +102,18 @@ class RemoteLauncher:
         self._screen: ScreenLink | None = None
         self._start: tuple[str, bool] | None = None
 
-    def check(self) -> None:
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        return None  # the session is bound as remote mode connects (`connect`)
+
+    def start(self) -> None:
         """Refuse, before anything starts, the session remote mode cannot run: a fork, a resume by
         title, nothing to continue (UsageError). (Its flags: `check_remote_flags`.)"""
         if self._resume is None:
             self._start = _claude_session(self._cfg)
+
+    def close(self) -> None:
+        pass  # nothing runs before `run`
 
     async def run(self, session: Run | None) -> LauncherExit:
         cfg = self._cfg

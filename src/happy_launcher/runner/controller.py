@@ -123,15 +123,15 @@ class SessionController:
             raise ControlRefused("the message is empty: send some text")
         if (too_large := message_too_large(text)) is not None:  # a client that did not check
             raise ControlRefused(too_large)
+        front = self._ref.front
+        if front is not None:  # before the mode's checks: a watch-only run refuses any message
+            front.check_inbound()
         mode = mode or self._ref.remote_input
         if mode == "inject":
             problem = inject_problem(text)
             if problem is not None:
                 raise ControlRefused(problem)
             text = normalized(text)
-        front = self._ref.front
-        if front is not None:
-            front.check_inbound()
         accepted = self._ref.get().accept_inbound(message_id, text, mode)
         if front is not None and not accepted.duplicate:
             front.inbound()  # between launchers: the next one delivers what is pending

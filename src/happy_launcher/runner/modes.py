@@ -38,10 +38,12 @@ class RunModes:
         return RemoteLauncher(self._cfg, resume=claude_session_id)
 
 
-async def run_controlled(ref: Run, launcher: Launcher, *, mode: Mode, cfg: RunConfig) -> LauncherExit:
-    """The session loop from `launcher` (in `mode`), served on the control socket meanwhile.
-    The run's signals are caught from before the socket is served until it is removed."""
+async def run_controlled(ref: Run, launcher: Launcher, *, mode: ShownMode, cfg: RunConfig) -> LauncherExit:
+    """The session loop from `launcher` (in `mode`; a headless run is local mode that cannot
+    switch), served on the control socket meanwhile. The run's signals are caught from before
+    the socket is served until it is removed."""
     controller = make_controller(ref, cfg, mode=mode)
+    first: Mode = "remote" if mode == "remote" else "local"
     stop = anyio.Event()
     signals = ref.signals = RunSignals()
     async with anyio.create_task_group() as caught:
@@ -52,7 +54,7 @@ async def run_controlled(ref: Run, launcher: Launcher, *, mode: Mode, cfg: RunCo
                 checks.start_soon(controller.check_continuity)
                 try:
                     exit = await run_session(
-                        ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller
+                        ref, launcher, mode=first, modes=RunModes(cfg), switching=controller
                     )
                 finally:
                     checks.cancel_scope.cancel()

@@ -199,3 +199,18 @@ class Launcher(Protocol):
     """Drives Claude until it exits or is asked to stop; `session` None: not mirrored."""
 
     async def run(self, session: Run | None) -> LauncherExit: ...
+
+
+class FirstLauncher(Launcher, Protocol):
+    """The launcher a run starts with, in any mode. `start` needs no event loop and only light
+    modules: it spawns Claude (or refuses what cannot run) before the rest is even imported;
+    `run` takes it over; `close` ends what `run` never took over."""
+
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        """The Claude session the run is bound to as it opens, when known before the spawn."""
+        ...
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
