@@ -202,8 +202,8 @@ class Launcher(Protocol):
 
 
 class FirstLauncher(Launcher, Protocol):
-    """The launcher a run starts with, in any mode. `start` needs no event loop and only light
-    modules: it spawns Claude (or refuses what cannot run) before the rest is even imported;
+    """The launcher a run starts with, in any mode. `start` needs no event loop: it spawns
+    Claude (or refuses what cannot run) before the event loop and the session are even imported;
     `run` takes it over; `close` ends what `run` never took over."""
 
     @property
