@@ -24,7 +24,7 @@ from happy_launcher.control.wire import (
 )
 from happy_launcher.errors import ControlProtocolError, RequestRefusedError
 from happy_launcher.runner.controller import SessionController
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.launcher import Run
 from happy_launcher.session.ports import PermissionRequest
 from tests.support.control import Envelopes, facts, running
 
@@ -146,7 +146,7 @@ async def test_permission_requests_reach_subscribers_and_answers_settle_them(tmp
 async def test_a_request_open_before_the_subscription_comes_once_from_the_real_controller(
     tmp_path: Path,
 ) -> None:
-    ref = SessionRef(tmp_path / "home", tmp_path)
+    ref = Run(tmp_path / "home", tmp_path)
     controller = SessionController(
         ref, mode="remote", pid=os.getpid(), transcript=lambda _: tmp_path / "t.jsonl", clock=lambda: 0
     )

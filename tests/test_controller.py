@@ -10,10 +10,11 @@ import anyio
 import orjson
 import pytest
 
+from happy_launcher.local.front import WatchOnlyFront
 from happy_launcher.protocol import Envelope
 from happy_launcher.runner.controller import SessionController
-from happy_launcher.session.launcher import SessionRef
-from happy_launcher.session.ports import MAX_MESSAGE, ControlRefused, Mode
+from happy_launcher.session.launcher import Run
+from happy_launcher.session.ports import MAX_MESSAGE, ControlRefused, InputMode, Mode
 from tests.support.records import rec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -27,15 +28,15 @@ def line(uuid: str, parent: str | None) -> bytes:
 
 
 @pytest.fixture
-def ref(tmp_path: Path) -> SessionRef:
-    return SessionRef(tmp_path / "home", tmp_path)
+def ref(tmp_path: Path) -> Run:
+    return Run(tmp_path / "home", tmp_path)
 
 
-def controller(ref: SessionRef, transcript: Path) -> SessionController:
+def controller(ref: Run, transcript: Path) -> SessionController:
     return SessionController(ref, mode="local", pid=4242, transcript=lambda _: transcript, clock=lambda: 7)
 
 
-async def test_facts_before_and_after_claude_names_its_session(ref: SessionRef, tmp_path: Path) -> None:
+async def test_facts_before_and_after_claude_names_its_session(ref: Run, tmp_path: Path) -> None:
     c = controller(ref, tmp_path / "t.jsonl")
     facts = c.facts()
     assert (facts.happy_session_id, facts.mode, facts.pid, facts.busy) == (None, "local", 4242, False)
@@ -44,7 +45,7 @@ async def test_facts_before_and_after_claude_names_its_session(ref: SessionRef, 
     assert c.history(0, 10) == []
 
 
-async def test_a_message_with_no_front_is_stored_for_the_next_one(ref: SessionRef, tmp_path: Path) -> None:
+async def test_a_message_with_no_front_is_stored_for_the_next_one(ref: Run, tmp_path: Path) -> None:
     c = controller(ref, tmp_path / "t.jsonl")
     first = await c.send("m-1", "hello")
     again = await c.send("m-1", "hello")
@@ -61,7 +62,7 @@ async def test_a_message_with_no_front_is_stored_for_the_next_one(ref: SessionRe
 async def test_inject_is_the_sessions_default_or_the_messages_own_and_takes_only_text(
     tmp_path: Path,
 ) -> None:
-    ref = SessionRef(tmp_path / "home", tmp_path, remote_input="inject")
+    ref = Run(tmp_path / "home", tmp_path, remote_input="inject")
     c = controller(ref, tmp_path / "t.jsonl")
     await c.send("m-1", "one\r\ntwo")
     await c.send("m-2", "sent", "switch")
@@ -73,7 +74,7 @@ async def test_inject_is_the_sessions_default_or_the_messages_own_and_takes_only
 
 
 async def test_a_broken_chain_after_a_switch_is_a_service_envelope_and_a_note(
-    ref: SessionRef, tmp_path: Path
+    ref: Run, tmp_path: Path
 ) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes(line("a", None) + line("b", "a"))
@@ -105,7 +106,7 @@ async def test_a_broken_chain_after_a_switch_is_a_service_envelope_and_a_note(
     assert c.facts().mode == "remote"
 
 
-async def test_a_continued_chain_says_nothing(ref: SessionRef, tmp_path: Path) -> None:
+async def test_a_continued_chain_says_nothing(ref: Run, tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes(line("a", None))
     session = ref.get()
@@ -142,7 +143,7 @@ class StubFront:
         pass
 
 
-async def test_switch_and_abort_say_what_they_did(ref: SessionRef, tmp_path: Path) -> None:
+async def test_switch_and_abort_say_what_they_did(ref: Run, tmp_path: Path) -> None:
     c = controller(ref, tmp_path / "t.jsonl")
     front = ref.front = StubFront("local", busy=True)
     assert await c.switch("local") == "already-there" and front.switches == 0
@@ -153,8 +154,19 @@ async def test_switch_and_abort_say_what_they_did(ref: SessionRef, tmp_path: Pat
     assert await c.abort() == "no-turn"  # between front ends: no turn runs
 
 
-async def test_a_message_over_1_mib_is_refused_in_words(ref: SessionRef, tmp_path: Path) -> None:
+async def test_a_message_over_1_mib_is_refused_in_words(ref: Run, tmp_path: Path) -> None:
     c = controller(ref, tmp_path / "t.jsonl")
     with pytest.raises(ControlRefused, match=r"^the message is larger than 1 MiB \(1048577 bytes\)"):
         await c.send("m-1", "é" * (MAX_MESSAGE // 2) + "x")  # two bytes each
+    assert ref.get().pending_prompts() == []
+
+
+async def test_a_watch_only_run_refuses_every_message_before_looking_at_its_text(tmp_path: Path) -> None:
+    ref = Run(tmp_path / "home", tmp_path, remote_input="inject")
+    ref.front = WatchOnlyFront(ref)
+    c = controller(ref, tmp_path / "t.jsonl")
+    sends: list[tuple[str, InputMode | None]] = [("hi", None), ("esc \x1b", None), ("hi", "switch")]
+    for text, mode in sends:
+        with pytest.raises(ControlRefused, match="can be watched, but it takes no messages"):
+            await c.send("m-1", text, mode)
     assert ref.get().pending_prompts() == []

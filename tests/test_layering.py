@@ -27,12 +27,6 @@ LEVELS: list[set[str]] = [
     {"__init__", "__main__"},
 ]
 LEVEL = {unit: n for n, units in enumerate(LEVELS) for unit in units}
-# Imports still waiting for issue 17 §2 (one way to start a run): emptied by it.
-KNOWN: set[tuple[str, str]] = {
-    ("happy_launcher.local.headless", "happy_launcher.runner.loop"),
-    ("happy_launcher.local.headless", "happy_launcher.runner.modes"),
-    ("happy_launcher.local.launcher", "happy_launcher.runner.modes"),
-}
 
 
 def module_name(path: Path) -> str:
@@ -72,7 +66,7 @@ def test_no_package_imports_upward_or_sideways() -> None:
         for target in targets
         if unit(module) != unit(target) and LEVEL[unit(target)] >= LEVEL[unit(module)]
     )
-    assert set(wrong) == KNOWN
+    assert wrong == []
 
 
 def test_no_relative_imports() -> None:
@@ -88,10 +82,7 @@ def test_no_relative_imports() -> None:
 def test_no_import_cycle() -> None:
     edges = graph()
     # A package's __init__ is imported by every module below it: not an edge of the cycle check.
-    edges = {
-        m: {t for t in ts if t in edges and (m, t) not in KNOWN and not m.startswith(t + ".")}
-        for m, ts in edges.items()
-    }
+    edges = {m: {t for t in ts if t in edges and not m.startswith(t + ".")} for m, ts in edges.items()}
     cycles = [scc for scc in strongly_connected(edges) if len(scc) > 1]
     assert cycles == []
 

@@ -20,7 +20,7 @@ from happy_launcher.control.wire import (
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.protocol.events import Event, ToolCallEndEv, ToolCallStartEv, TurnEndEv
 from happy_launcher.runner.controller import SessionController
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.launcher import Run
 from happy_launcher.session.permissions import PermissionBroker
 from happy_launcher.session.ports import ControlRefused, Mode, PermissionAnswer, PermissionRequest
 from happy_launcher.session.tui_permissions import LocalPermissions, same_input
@@ -144,8 +144,8 @@ class Front:
         self.mode, self.busy = mode, False
 
 
-def controller(tmp_path: Path) -> tuple[SessionController, SessionRef]:
-    ref = SessionRef(tmp_path / "home", tmp_path)
+def controller(tmp_path: Path) -> tuple[SessionController, Run]:
+    ref = Run(tmp_path / "home", tmp_path)
     c = SessionController(
         ref, mode="local", pid=1, transcript=lambda _: tmp_path / "t.jsonl", clock=lambda: 0
     )

@@ -22,9 +22,12 @@ from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record, make_record
 from happy_launcher.home.dirs import ensure_home
 from happy_launcher.local.launch import Launch
-from happy_launcher.local.launcher import LocalConfig, run_local
+from happy_launcher.local.launcher import LocalLauncher
 from happy_launcher.local.tracker import LocalTracker
+from happy_launcher.local.tracking import TrackerFactory
 from happy_launcher.protocol import Envelope
+from happy_launcher.runner.start import run_started
+from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
 from happy_launcher.store.sessions import SessionStore
 from tests.support.transcripts import assistant, user, write_jsonl
@@ -106,8 +109,12 @@ def expected_new() -> list[str]:
     return [f"new-{kind}-{n}" for n in range(NEW) for kind in ("user", "assistant")]
 
 
-def config(tmp_path: Path, argv: list[str], claude: Path, std_fds: tuple[int, int]) -> LocalConfig:
-    return LocalConfig(
+async def run_local(cfg: RunConfig, *, make_tracker: TrackerFactory | None = None) -> int:
+    return await run_started(cfg, LocalLauncher(cfg, make_tracker=make_tracker), mode="local")
+
+
+def config(tmp_path: Path, argv: list[str], claude: Path, std_fds: tuple[int, int]) -> RunConfig:
+    return RunConfig(
         args=parse_happy_claude_args(argv),
         binary=claude,
         env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]},
@@ -129,7 +136,7 @@ async def test_resume_by_id_mirrors_what_claude_appends_before_the_history_is_in
     claude = stand_in(tmp_path, transcript, fifo, session_id, fire_hook=False)
 
     def slow_tracker(
-        cfg: LocalConfig,
+        cfg: RunConfig,
         launch: Launch,
         hook_events: Path | None,
         *,
@@ -220,7 +227,7 @@ async def test_metadata_claude_rewrites_before_its_hook_goes_to_the_resumed_happ
     delivered = anyio.Event()
 
     def tracker(
-        cfg: LocalConfig,
+        cfg: RunConfig,
         launch: Launch,
         hook_events: Path | None,
         *,

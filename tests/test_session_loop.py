@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from happy_launcher.runner.loop import run_session
-from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
+from happy_launcher.session.launcher import Launcher, LauncherExit, Run
 from happy_launcher.session.ports import Mode
 from happy_launcher.session.signals import RunSignals
 from happy_launcher.store.sessions import SessionStore
@@ -26,7 +26,7 @@ class Step:
     def __init__(self, log: list[str], name: str, outcome: LauncherExit | Exception) -> None:
         self.log, self.name, self.outcome = log, name, outcome
 
-    async def run(self, session: SessionRef | None) -> LauncherExit:
+    async def run(self, session: Run | None) -> LauncherExit:
         assert session is not None
         self.log.append(self.name)
         session.get().set_claude_session("c-1", "startup", None)
@@ -67,7 +67,7 @@ async def test_switches_alternate_modes_on_the_same_claude_session(tmp_path: Pat
     log: list[str] = []
     modes = Script(log, ("remote", LauncherExit("switch")), ("local", LauncherExit("exited", code=0)))
     told = Told()
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     exit = await run_session(ref, Step(log, "local0", LauncherExit("switch")), modes=modes, switching=told)
     assert exit == LauncherExit("exited", code=0)
     assert log == ["local0", "remote1", "local2"]
@@ -82,21 +82,21 @@ async def test_remote_mode_failing_after_a_switch_hands_the_session_back_to_the_
     modes = Script(
         log, ("remote", RuntimeError("no conversation")), ("local", LauncherExit("exited", code=0))
     )
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     exit = await run_session(ref, Step(log, "local0", LauncherExit("switch")), modes=modes)
     assert exit.reason == "exited" and log == ["local0", "remote1", "local2"]
     assert "remote mode failed (no conversation); back to local mode" in capsys.readouterr().err
 
 
 async def test_a_first_launcher_failing_fails_the_session(tmp_path: Path) -> None:
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     with pytest.raises(RuntimeError):
         await run_session(ref, Step([], "remote0", RuntimeError("boom")), mode="remote", modes=Script([]))
     assert status(tmp_path) == "failed"
 
 
 async def test_without_modes_a_switch_ends_the_run(tmp_path: Path) -> None:
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     exit = await run_session(ref, Step([], "local0", LauncherExit("switch")))
     assert exit.reason == "switch" and status(tmp_path) == "completed"
 
@@ -128,7 +128,7 @@ class Starting:
     def __init__(self) -> None:
         self.started, self.cancelled = anyio.Event(), False
 
-    async def run(self, session: SessionRef | None) -> LauncherExit:
+    async def run(self, session: Run | None) -> LauncherExit:
         try:
             self.started.set()
             await anyio.sleep_forever()
@@ -145,7 +145,7 @@ class StoppingForSwitch:
         self.listening = anyio.Event()
         self.got: list[signal.Signals] = []
 
-    async def run(self, session: SessionRef | None) -> LauncherExit:
+    async def run(self, session: Run | None) -> LauncherExit:
         assert session is not None
         session.get().set_claude_session("c-1", "startup", None)
         with session.receive_signals(signal.SIGTERM, signal.SIGHUP) as signals:
@@ -164,7 +164,7 @@ class Modes:
         return self.launchers.pop(0)
 
 
-async def run_with(signals: Signals, ref: SessionRef, first: Launcher, modes: Modes) -> LauncherExit:
+async def run_with(signals: Signals, ref: Run, first: Launcher, modes: Modes) -> LauncherExit:
     ref.signals = signals.run
     async with anyio.create_task_group() as tg:
         await tg.start(signals.run.serve)
@@ -175,7 +175,7 @@ async def run_with(signals: Signals, ref: SessionRef, first: Launcher, modes: Mo
 
 async def test_a_signal_while_the_next_launcher_starts_stops_it_and_ends_the_run(tmp_path: Path) -> None:
     signals, starting = Signals(), Starting()
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     async with anyio.create_task_group() as tg:
 
         async def kill_once_started() -> None:
@@ -191,7 +191,7 @@ async def test_a_signal_while_the_next_launcher_starts_stops_it_and_ends_the_run
 
 async def test_a_signal_to_a_launcher_stopping_for_a_switch_abandons_the_switch(tmp_path: Path) -> None:
     signals, stopping, after = Signals(), StoppingForSwitch(), Starting()
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     async with anyio.create_task_group() as tg:
 
         async def kill_once_listening() -> None:
@@ -208,7 +208,7 @@ async def test_a_signal_to_a_launcher_stopping_for_a_switch_abandons_the_switch(
 
 async def test_a_signal_before_the_first_launcher_runs_keeps_it_from_running(tmp_path: Path) -> None:
     signals, first = Signals(), Starting()
-    ref = SessionRef(tmp_path, tmp_path)
+    ref = Run(tmp_path, tmp_path)
     ref.signals = signals.run
     async with anyio.create_task_group() as tg:
         await tg.start(signals.run.serve)

@@ -3,11 +3,11 @@ start-up must not wait for imports it does not need, so each mode imports its ow
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from happy_launcher.claude.args import HELP, ClaudeArgs, is_uuid, parse_happy_claude_args
 from happy_launcher.claude.binary import find_claude
@@ -15,8 +15,11 @@ from happy_launcher.claude.paths import project_dir
 from happy_launcher.claude.picks import resolve_pick
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
 from happy_launcher.home.dirs import ensure_home, happy_home, run_dir
-from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.config import RunConfig
 from happy_launcher.session.events_output import open_events_output
+
+if TYPE_CHECKING:
+    from happy_launcher.session.ports import ShownMode
 
 
 def run(argv: Sequence[str]) -> int:
@@ -46,16 +49,20 @@ def _run(argv: Sequence[str]) -> int:
     _refuse_busy_session(args, env)
     home = _usable_home(args, env)
     events = open_events_output(args.options.events) if args.options.events is not None else None
-    cfg = LocalConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
+    cfg = RunConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
+    from happy_launcher.runner.start import run_claude
+
+    return run_claude(cfg, _mode(args))
+
+
+def _mode(args: ClaudeArgs) -> ShownMode:
     if args.options.remote:
-        return _run_remote(cfg)
+        return "remote"
     # Without a terminal on both ends (pipes, scripts, CI) or with -p, Claude gets our stdio as
     # is: no PTY, no terminal handling, byte for byte what `claude` would print.
     if args.headless or not (os.isatty(0) and os.isatty(1)):
-        from happy_launcher.local.headless import run_headless
-
-        return run_headless(cfg)
-    return _run_tui(cfg)
+        return "headless"
+    return "local"
 
 
 def _asks_version(args: ClaudeArgs) -> bool:
@@ -87,41 +94,3 @@ def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
         sys.stderr.write(f"happy: {exc}; running Claude without mirroring\n")
         return None
     return home
-
-
-def _run_remote(cfg: LocalConfig) -> int:
-    import anyio
-
-    from happy_launcher.home.logfile import log_to
-    from happy_launcher.remote.launcher import RemoteLauncher
-    from happy_launcher.runner.modes import run_controlled
-    from happy_launcher.session.launcher import SessionRef
-
-    if cfg.home is None:
-        raise UsageError("remote mode needs happy's home to keep the session: fix it (see above) and retry")
-    log_to(cfg.home)
-    launcher = RemoteLauncher(cfg)
-    launcher.check()
-    ref = SessionRef(cfg.home, cfg.cwd, events=cfg.events, remote_input=cfg.args.options.remote_input)
-    run = functools.partial(run_controlled, ref, launcher, mode="remote", cfg=cfg)
-    return anyio.run(run).code
-
-
-def _run_tui(cfg: LocalConfig) -> int:
-    from happy_launcher.local.launcher import LocalLauncher, run_local
-
-    launcher = LocalLauncher(cfg)
-    try:
-        launcher.start()  # Claude first: the event loop, the PTY pump and the mirror load while it boots
-        import anyio
-
-        from happy_launcher.home.logfile import log_to
-
-        if cfg.home is not None:
-            log_to(cfg.home)
-        # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
-        # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
-        sys.setswitchinterval(0.001)
-        return anyio.run(functools.partial(run_local, cfg, launcher=launcher))
-    finally:
-        launcher.close()  # the hook channel and Claude, if the run never took them over

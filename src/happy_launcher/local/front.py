@@ -19,7 +19,7 @@ import anyio
 from happy_launcher.local.injector import Injector
 from happy_launcher.local.tui_screen import TuiScreen
 from happy_launcher.protocol import Envelope
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.launcher import Run
 from happy_launcher.session.ports import ControlRefused, Mode
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ INTERRUPT_WAIT = 5.0  # for the interrupt record after Esc (measured 173-396 ms)
 TERM_WAIT = 3.0  # for Claude to exit on SIGTERM (measured 310-530 ms), then it is killed
 
 
-def turn_open(ref: SessionRef) -> bool:
+def turn_open(ref: Run) -> bool:
     """A turn runs in the session (as far as the mirror has seen); never opens the session."""
     session = ref.opened
     return session is not None and session.id is not None and session.mirror.turn is not None
@@ -40,7 +40,7 @@ def turn_open(ref: SessionRef) -> bool:
 class _Local:
     """What both local fronts are: Claude run by happy, busy while the mirror has a turn open."""
 
-    def __init__(self, ref: SessionRef) -> None:
+    def __init__(self, ref: Run) -> None:
         self._ref = ref
 
     @property
@@ -56,7 +56,7 @@ class LocalFront(_Local):
     """Serves switch, abort and inject requests for one run of the TUI (`serve(pty)` beside it);
     `screen` follows the TUI's output (for inject mode)."""
 
-    def __init__(self, ref: SessionRef, screen: TuiScreen) -> None:
+    def __init__(self, ref: Run, screen: TuiScreen) -> None:
         super().__init__(ref)
         self._switch = anyio.Event()
         self._pty: PtySession | None = None

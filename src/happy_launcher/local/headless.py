@@ -23,12 +23,11 @@ from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.errors import ClaudeLaunchError
 from happy_launcher.local.direct import RELAYED, DirectExit, block_signals, spawn_direct, wait_direct
-from happy_launcher.local.launch import claude_argv, launch_plan
-from happy_launcher.session.config import LocalConfig
+from happy_launcher.local.launch import claude_argv, claude_start, launch_plan
+from happy_launcher.session.config import RunConfig
 
 if TYPE_CHECKING:
-    from happy_launcher.local.tracking import Tracking
-    from happy_launcher.session.launcher import LauncherExit, SessionRef
+    from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
 
 # Signals sent to happy itself (all relayed) end the run the conventional way, 128 + the signal,
 # as they would end `claude` run directly, and as in the TUI.
@@ -36,79 +35,73 @@ _ENDING = RELAYED
 _MIRROR_NICENESS = 10
 
 
-def run_headless(cfg: LocalConfig) -> int:
-    """Run Claude on our stdio until it exits, mirroring its transcript; the exit code."""
-    launch = launch_plan(cfg.args.intent)
-    argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
-    # Before the spawn: Claude may append to a resumed transcript at once (issue 7).
-    existing = ExistingFiles.before_launch(project_dir(cfg.env, cfg.cwd), launch.known_sessions)
-    child_mask = block_signals()
-    try:
-        pid = spawn_direct(argv, cfg.env, child_mask)
-    except OSError as exc:
-        signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
-        raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
-    if cfg.home is None:  # not mirrored (happy home unusable, already said)
-        return _exit_code(wait_direct(pid))
-    # The mirror's set-up (imports, the store) must not slow Claude down: on a busy machine
-    # Claude gets the CPU first. Only this process is lowered; Claude keeps its priority.
-    with contextlib.suppress(OSError):
-        os.nice(_MIRROR_NICENESS)
+class HeadlessLauncher:
+    """Claude on our stdio until it exits, its transcript mirrored beside it; a watch-only run
+    (mode `headless`): Claude reads nothing but our stdin, so it takes no messages and never
+    switches."""
 
-    import anyio  # heavy from here on: Claude is already running
+    def __init__(self, cfg: RunConfig) -> None:
+        self._cfg = cfg
+        self._launch = launch_plan(cfg.args.intent)
+        self._spawned: tuple[int, ExistingFiles] | None = None  # Claude's pid; the files before it
+        self.failure: Exception | None = None  # mirroring failed (Claude went on)
 
-    from happy_launcher.home.logfile import log_to
-    from happy_launcher.local.launch import claude_start
-    from happy_launcher.local.tracking import Tracking
-    from happy_launcher.session.launcher import SessionRef
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        return claude_start(self._launch, self._cfg.env, self._cfg.cwd)
 
-    log_to(cfg.home)
-    start = claude_start(launch, cfg.env, cfg.cwd)
-    ref = SessionRef(
-        cfg.home, cfg.cwd, events=cfg.events, starts_on=start, replay=cfg.args.options.replay_existing
-    )
-    tracking = Tracking(cfg, ref, launch, hook_events=None, existing=existing)
-    outcome: list[DirectExit] = []
-    anyio.run(_mirror_until_exit, cfg, ref, tracking, pid, outcome)
-    return _exit_code(outcome[0])
+    def start(self) -> None:
+        """Spawn Claude, with the signals it is sent through us blocked until `run` waits."""
+        cfg, launch = self._cfg, self._launch
+        argv = claude_argv(cfg.binary, cfg.args, launch, settings=cfg.args.user_settings)
+        # Before the spawn: Claude may append to a resumed transcript at once (issue 7).
+        existing = ExistingFiles.before_launch(project_dir(cfg.env, cfg.cwd), launch.known_sessions)
+        child_mask = block_signals()
+        try:
+            pid = spawn_direct(argv, cfg.env, child_mask)
+        except OSError as exc:
+            signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
+            raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc
+        self._spawned = pid, existing
+        if cfg.home is not None:
+            # The mirror's set-up (imports, the store) must not slow Claude down: on a busy
+            # machine Claude gets the CPU first. Only this process is lowered.
+            with contextlib.suppress(OSError):
+                os.nice(_MIRROR_NICENESS)
 
+    def close(self) -> None:
+        pass  # nothing to end: Claude is on our stdio, and ends with it
 
-async def _mirror_until_exit(
-    cfg: LocalConfig, ref: SessionRef, tracking: Tracking, pid: int, outcome: list[DirectExit]
-) -> None:
-    import anyio
-    import anyio.to_thread
+    async def run(self, session: Run | None) -> LauncherExit:
+        import anyio
+        import anyio.to_thread
 
-    from happy_launcher.local.front import WatchOnlyFront
-    from happy_launcher.runner.loop import end_session
-    from happy_launcher.runner.modes import make_controller, serve_control
+        assert self._spawned is not None, "start() spawns Claude first"
+        pid, existing = self._spawned
+        if session is None:  # not mirrored (happy home unusable, already said)
+            return _launcher_exit(await anyio.to_thread.run_sync(wait_direct, pid))
+        from happy_launcher.local.front import WatchOnlyFront
+        from happy_launcher.local.tracking import Tracking
 
-    stop = anyio.Event()
-    async with anyio.create_task_group() as served:
-        # Watched like any session (`happy watch`, `happy sessions`); Claude reads our stdin only.
-        ref.front = WatchOnlyFront(ref)
-        await served.start(serve_control, make_controller(ref, cfg, mode="headless"), ref, stop)
+        tracking = Tracking(self._cfg, session, self._launch, hook_events=None, existing=existing)
+        # Watched like any session (`happy watch`, `happy sessions`), to the end of the run: no
+        # launcher follows this one.
+        session.front = WatchOnlyFront(session)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(tracking.run)
-                outcome.append(await anyio.to_thread.run_sync(wait_direct, pid))
+                child = await anyio.to_thread.run_sync(wait_direct, pid)
                 tg.cancel_scope.cancel()
         finally:
             tracking.finish()
-            exit = _launcher_exit(outcome[0]) if outcome else None
-            end_session(ref, exit, launcher_failure=tracking.failure)
-            stop.set()  # watchers get the session's last envelopes, then EOF
-
-
-def _exit_code(child: DirectExit) -> int:
-    if child.received in _ENDING:
-        return 128 + child.received
-    return child.code
+            self.failure = tracking.failure
+        return _launcher_exit(child)
 
 
 def _launcher_exit(child: DirectExit) -> LauncherExit:
     from happy_launcher.session.launcher import LauncherExit
 
+    code = 128 + child.received if child.received in _ENDING else child.code
     # Interrupted (Ctrl-C, or a signal to happy): the turn in progress ends cancelled.
     stopped = child.received is not None or child.interrupted
-    return LauncherExit("exited", code=child.code, stopped_by_us=stopped)
+    return LauncherExit("exited", code=code, stopped_by_us=stopped)

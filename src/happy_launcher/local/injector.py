@@ -36,7 +36,7 @@ from happy_launcher.local.tui_input import (
 )
 from happy_launcher.local.tui_screen import TuiScreen
 from happy_launcher.session.inbound import InboundPrompt, prompt_key
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.launcher import Run
 
 if TYPE_CHECKING:
     from happy_launcher.local.pty_session import PtySession
@@ -50,7 +50,7 @@ BOX_WAIT = 2.0  # for the box to change: redrawn, stashed, the draft back
 class Injector:
     """Types messages into one run of the TUI, one at a time (`run` beside the TUI)."""
 
-    def __init__(self, ref: SessionRef, screen: TuiScreen) -> None:
+    def __init__(self, ref: Run, screen: TuiScreen) -> None:
         self._ref = ref
         self._screen = screen
         self._send, self._receive = anyio.create_memory_object_stream[InboundPrompt](1000)
@@ -154,6 +154,6 @@ def _drawn(lines: list[str]) -> bool:
     return box_text(lines) is not None or dialog_open(lines)
 
 
-def _clear(ref: SessionRef, lines: list[str]) -> bool:
+def _clear(ref: Run, lines: list[str]) -> bool:
     """Nothing would take an Enter but the input box."""
     return not ref.permissions.pending and not dialog_open(lines) and box_text(lines) is not None

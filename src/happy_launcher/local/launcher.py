@@ -20,8 +20,8 @@ from happy_launcher.home.dirs import run_dir, settings_dir, socket_path
 from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, claude_start, launch_plan, relaunch
 from happy_launcher.local.pty_start import StartedPty, start_pty
-from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.launcher import ClaudeStart, LauncherExit, SessionRef
+from happy_launcher.session.config import RunConfig
+from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -32,38 +32,8 @@ if TYPE_CHECKING:
     from happy_launcher.local.tracking import TrackerFactory, Tracking
     from happy_launcher.terminal.guard import SignalReceiver
 
-__all__ = ["LocalConfig", "LocalLauncher", "run_local"]
 
-
-async def run_local(
-    cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None, launcher: LocalLauncher | None = None
-) -> int:
-    """Run one local session; Claude's exit code. `make_tracker`: see `Tracking`; `launcher`: one
-    already started (`LocalLauncher.start`)."""
-    from happy_launcher.session.launcher import SessionRef
-
-    launcher = launcher if launcher is not None else LocalLauncher(cfg, make_tracker=make_tracker)
-    if cfg.home is None:  # not mirrored: no session to drive from elsewhere either
-        code = (await launcher.run(None)).code
-        start = launcher.claude_start
-        say_how_to_resume(cfg, None if start is None else start.session_id)
-        return code
-    from happy_launcher.runner.modes import run_controlled
-
-    ref = SessionRef(
-        cfg.home,
-        cfg.cwd,
-        events=cfg.events,
-        remote_input=cfg.args.options.remote_input,
-        starts_on=launcher.claude_start,
-        replay=cfg.args.options.replay_existing,
-    )
-    code = (await run_controlled(ref, launcher, mode="local", cfg=cfg)).code
-    say_how_to_resume(cfg, ref.claude_session_id)
-    return code
-
-
-def say_how_to_resume(cfg: LocalConfig, claude_session_id: str | None) -> None:
+def say_how_to_resume(cfg: RunConfig, claude_session_id: str | None) -> None:
     """After Claude's own resume hint, happy's: resumed through happy, the conversation stays in
     its happy session. Only for a conversation there is (Claude wrote its transcript)."""
     if claude_session_id is None or not transcript_path(cfg.env, cfg.cwd, claude_session_id).is_file():
@@ -86,7 +56,7 @@ class LocalLauncher:
     `resume`: a later launch in the run (after remote mode), on that Claude session."""
 
     def __init__(
-        self, cfg: LocalConfig, *, make_tracker: TrackerFactory | None = None, resume: str | None = None
+        self, cfg: RunConfig, *, make_tracker: TrackerFactory | None = None, resume: str | None = None
     ) -> None:
         self._cfg = cfg
         self._make_tracker = make_tracker
@@ -137,7 +107,7 @@ class LocalLauncher:
         """The Claude session this launch runs on, when known before the spawn."""
         return claude_start(self._launch, self._cfg.env, self._cfg.cwd)
 
-    async def run(self, session: SessionRef | None) -> LauncherExit:
+    async def run(self, session: Run | None) -> LauncherExit:
         with self._cleanup:
             if self._started is None:
                 self.start()
@@ -168,7 +138,7 @@ class LocalLauncher:
                 return _switched(session)
             return _exit(child)
 
-    def _tracking(self, session: SessionRef, started: _Started, on_prompt: Callable[[str], None]) -> Tracking:
+    def _tracking(self, session: Run, started: _Started, on_prompt: Callable[[str], None]) -> Tracking:
         from happy_launcher.local.tracking import Tracking
 
         return Tracking(
@@ -182,7 +152,7 @@ class LocalLauncher:
         )
 
 
-def _switched(session: SessionRef) -> LauncherExit:
+def _switched(session: Run) -> LauncherExit:
     """Stopped for a switch: a turn Claude did not close (no interrupt record) ends `cancelled`."""
     from happy_launcher.local.front import turn_open
 
@@ -196,7 +166,7 @@ def _exit(child: ChildExit) -> LauncherExit:
 
 
 async def _run(
-    cfg: LocalConfig,
+    cfg: RunConfig,
     started: _Started,
     beside: Callable[[PtySession], Awaitable[None]] | None,
     on_output: Callable[[bytes], None] | None = None,

@@ -19,7 +19,7 @@ from happy_launcher.claude.tail import LineTail
 from happy_launcher.claude.watch import make_watcher
 from happy_launcher.local.hooks import HookEvent, parse_hook_line
 from happy_launcher.local.launch import Launch
-from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
 
 # SessionStart sources whose transcript already holds history that was mirrored before (or
@@ -33,7 +33,7 @@ class LocalTracker:
 
     def __init__(
         self,
-        cfg: LocalConfig,
+        cfg: RunConfig,
         launch: Launch,
         hook_events: Path | None,
         *,
@@ -67,7 +67,7 @@ class LocalTracker:
         if launch.fork and launch.target is not None:
             # The fork's file starts with a copy of the original's records: seed their keys.
             self._add(self._path(launch.target), history=True)
-        # The session was bound to it as it opened (`SessionRef.starts_on`), or, on a later
+        # The session was bound to it as it opened (`Run.starts_on`), or, on a later
         # launch of the run, its SessionStart hook records it.
         self._add(self._path(expected), history=history)
 

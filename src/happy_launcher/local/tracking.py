@@ -12,8 +12,8 @@ import anyio
 
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.local.launch import Launch
-from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.config import RunConfig
+from happy_launcher.session.launcher import Run
 
 if TYPE_CHECKING:
     from happy_launcher.local.tracker import LocalTracker
@@ -25,7 +25,7 @@ _log = logging.getLogger(__name__)
 class TrackerFactory(Protocol):
     def __call__(
         self,
-        cfg: LocalConfig,
+        cfg: RunConfig,
         launch: Launch,
         hook_events: Path | None,
         /,
@@ -36,7 +36,7 @@ class TrackerFactory(Protocol):
 
 
 def _local_tracker(
-    cfg: LocalConfig, launch: Launch, hook_events: Path | None, *, existing: ExistingFiles, session: Session
+    cfg: RunConfig, launch: Launch, hook_events: Path | None, *, existing: ExistingFiles, session: Session
 ) -> LocalTracker:
     from happy_launcher.local.tracker import LocalTracker  # heavy: after the spawn
 
@@ -54,8 +54,8 @@ class Tracking:
 
     def __init__(
         self,
-        cfg: LocalConfig,
-        ref: SessionRef,
+        cfg: RunConfig,
+        ref: Run,
         launch: Launch,
         hook_events: Path | None,
         *,

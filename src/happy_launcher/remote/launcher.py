@@ -30,9 +30,9 @@ from happy_launcher.remote.front import RemoteFront
 from happy_launcher.remote.options import PassThrough, remote_options
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.remote.sdk_permissions import can_use_tool
-from happy_launcher.session.config import LocalConfig
+from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
-from happy_launcher.session.launcher import LauncherExit, SessionRef
+from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
 from happy_launcher.session.permissions import DEFAULT_TIMEOUT, PermissionBroker
 
 if TYPE_CHECKING:
@@ -96,19 +96,26 @@ class RemoteLauncher:
     or asks for local mode. `resume`: taking over Claude session `resume` from the TUI (a
     switch): resumed as is, without the run's opening prompt."""
 
-    def __init__(self, cfg: LocalConfig, *, resume: str | None = None) -> None:
+    def __init__(self, cfg: RunConfig, *, resume: str | None = None) -> None:
         self._cfg = cfg
         self._resume = resume
         self._screen: ScreenLink | None = None
         self._start: tuple[str, bool] | None = None
 
-    def check(self) -> None:
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        return None  # the session is bound as remote mode connects (`connect`)
+
+    def start(self) -> None:
         """Refuse, before anything starts, the session remote mode cannot run: a fork, a resume by
         title, nothing to continue (UsageError). (Its flags: `check_remote_flags`.)"""
         if self._resume is None:
             self._start = _claude_session(self._cfg)
 
-    async def run(self, session: SessionRef | None) -> LauncherExit:
+    def close(self) -> None:
+        pass  # nothing runs before `run`
+
+    async def run(self, session: Run | None) -> LauncherExit:
         cfg = self._cfg
         if session is None:
             raise UsageError("remote mode needs happy's home: set HAPPY_HOME_DIR to a writable directory")
@@ -183,7 +190,7 @@ def _drain_input(fd: int) -> None:
         termios.tcflush(fd, termios.TCIFLUSH)
 
 
-def _model(cfg: LocalConfig) -> str | None:
+def _model(cfg: RunConfig) -> str | None:
     flags = split_flags(cfg.args.passthrough, cfg.args.prompt_positions)
     return next((f.values[0] for f in flags if f.name == "--model" and f.values), None)
 
@@ -192,7 +199,7 @@ def _say(line: str) -> None:
     sys.stderr.write(f"happy: {line}\n")
 
 
-def _claude_session(cfg: LocalConfig) -> tuple[str, bool]:
+def _claude_session(cfg: RunConfig) -> tuple[str, bool]:
     """(Claude session id, resumed?) of a remote start, from the user's session flags."""
     intent = cfg.args.intent
     if intent.fork:
@@ -220,7 +227,7 @@ def _latest_transcript(project: Path) -> Path | None:
     return max(mains)[1] if mains else None
 
 
-def _is_tty(cfg: LocalConfig) -> bool:
+def _is_tty(cfg: RunConfig) -> bool:
     return os.isatty(cfg.stdin_fd) and os.isatty(cfg.stdout_fd) and not cfg.args.headless
 
 

@@ -13,7 +13,7 @@ import anyio
 from happy_launcher.local.tui_input import inject_problem, normalized
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.session.continuity import ChainMark, check, mark
-from happy_launcher.session.launcher import SessionRef
+from happy_launcher.session.launcher import Run
 from happy_launcher.session.ports import (
     AbortOutcome,
     Accepted,
@@ -40,7 +40,7 @@ class SessionController:
 
     def __init__(
         self,
-        ref: SessionRef,
+        ref: Run,
         *,
         mode: ShownMode,
         pid: int,
@@ -123,15 +123,15 @@ class SessionController:
             raise ControlRefused("the message is empty: send some text")
         if (too_large := message_too_large(text)) is not None:  # a client that did not check
             raise ControlRefused(too_large)
+        front = self._ref.front
+        if front is not None:  # before the mode's checks: a watch-only run refuses any message
+            front.check_inbound()
         mode = mode or self._ref.remote_input
         if mode == "inject":
             problem = inject_problem(text)
             if problem is not None:
                 raise ControlRefused(problem)
             text = normalized(text)
-        front = self._ref.front
-        if front is not None:
-            front.check_inbound()
         accepted = self._ref.get().accept_inbound(message_id, text, mode)
         if front is not None and not accepted.duplicate:
             front.inbound()  # between launchers: the next one delivers what is pending

@@ -9,7 +9,7 @@ import logging
 import sys
 from typing import Protocol
 
-from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
+from happy_launcher.session.launcher import Launcher, LauncherExit, Run
 from happy_launcher.session.ports import Mode
 
 _log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class Switching(Protocol):
 
 
 async def run_session(
-    ref: SessionRef | None,
+    ref: Run | None,
     launcher: Launcher,
     *,
     mode: Mode = "local",
@@ -67,7 +67,7 @@ async def run_session(
     return exit
 
 
-async def _run_launcher(ref: SessionRef, launcher: Launcher, *, fall_back: bool) -> LauncherExit:
+async def _run_launcher(ref: Run, launcher: Launcher, *, fall_back: bool) -> LauncherExit:
     """One launcher's run, or `aborted` if a signal stopped it (`RunSignals.running`; the loop
     tells which). `fall_back`: a failure means a switch back to the TUI."""
     with ref.signals.running() if ref.signals is not None else contextlib.nullcontext():
@@ -83,9 +83,7 @@ async def _run_launcher(ref: SessionRef, launcher: Launcher, *, fall_back: bool)
     return LauncherExit("aborted")
 
 
-def end_session(
-    ref: SessionRef, exit: LauncherExit | None, *, launcher_failure: Exception | None = None
-) -> None:
+def end_session(ref: Run, exit: LauncherExit | None, *, launcher_failure: Exception | None = None) -> None:
     """End the session (no exit: the launcher itself failed, so `failed`) and tell the user, in
     one line each, what did not work out: a best-effort sink, or mirroring as a whole."""
     for sink in ref.end(exit.status if exit is not None else "failed"):

@@ -14,8 +14,8 @@ import anyio.abc
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.runner.controller import SessionController
 from happy_launcher.runner.loop import run_session
-from happy_launcher.session.config import LocalConfig
-from happy_launcher.session.launcher import Launcher, LauncherExit, SessionRef
+from happy_launcher.session.config import RunConfig
+from happy_launcher.session.launcher import Launcher, LauncherExit, Run
 from happy_launcher.session.ports import Mode, ShownMode
 from happy_launcher.session.signals import RunSignals
 
@@ -25,7 +25,7 @@ _log = logging.getLogger(__name__)
 class RunModes:
     """Makes the launcher a switch hands the session to (`session.loop.Modes`)."""
 
-    def __init__(self, cfg: LocalConfig) -> None:
+    def __init__(self, cfg: RunConfig) -> None:
         self._cfg = cfg
 
     def launcher(self, mode: Mode, claude_session_id: str) -> Launcher:
@@ -38,12 +38,12 @@ class RunModes:
         return RemoteLauncher(self._cfg, resume=claude_session_id)
 
 
-async def run_controlled(
-    ref: SessionRef, launcher: Launcher, *, mode: Mode, cfg: LocalConfig
-) -> LauncherExit:
-    """The session loop from `launcher` (in `mode`), served on the control socket meanwhile.
-    The run's signals are caught from before the socket is served until it is removed."""
+async def run_controlled(ref: Run, launcher: Launcher, *, mode: ShownMode, cfg: RunConfig) -> LauncherExit:
+    """The session loop from `launcher` (in `mode`; a headless run is local mode that cannot
+    switch), served on the control socket meanwhile. The run's signals are caught from before
+    the socket is served until it is removed."""
     controller = make_controller(ref, cfg, mode=mode)
+    first: Mode = "remote" if mode == "remote" else "local"
     stop = anyio.Event()
     signals = ref.signals = RunSignals()
     async with anyio.create_task_group() as caught:
@@ -54,7 +54,7 @@ async def run_controlled(
                 checks.start_soon(controller.check_continuity)
                 try:
                     exit = await run_session(
-                        ref, launcher, mode=mode, modes=RunModes(cfg), switching=controller
+                        ref, launcher, mode=first, modes=RunModes(cfg), switching=controller
                     )
                 finally:
                     checks.cancel_scope.cancel()
@@ -63,14 +63,14 @@ async def run_controlled(
     return exit
 
 
-def make_controller(ref: SessionRef, cfg: LocalConfig, *, mode: ShownMode) -> SessionController:
+def make_controller(ref: Run, cfg: RunConfig, *, mode: ShownMode) -> SessionController:
     transcript = functools.partial(transcript_path, cfg.env, cfg.cwd)
     return SessionController(ref, mode=mode, pid=os.getpid(), transcript=transcript)
 
 
 async def serve_control(
     controller: SessionController,
-    ref: SessionRef,
+    ref: Run,
     stop: anyio.Event,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,

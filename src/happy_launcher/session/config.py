@@ -1,4 +1,4 @@
-"""The configuration of one `happy claude` run. Light: it is built before Claude starts."""
+"""The configuration of one `happy claude` run, in any mode. Light: it is built before Claude starts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from happy_launcher.claude.args import ClaudeArgs
 from happy_launcher.session.events_output import EventsOutput
 
 
-class LocalConfig(NamedTuple):
+class RunConfig(NamedTuple):
     args: ClaudeArgs
     binary: Path
     env: Mapping[str, str]

@@ -4,7 +4,7 @@ the Agent SDK) shares with the session loop: the session it drives and how it en
 "The launcher ended" and "the session ended" are different steps: a launcher says why it
 stopped (`LauncherExit`), and the loop decides whether the session goes on with another
 launcher (a switch) or ends, and with which status. Light to import: the local launcher spawns
-Claude before the session's store, mapper and sinks are loaded (`SessionRef`).
+Claude before the session's store, mapper and sinks are loaded (`Run`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ClaudeStart(NamedTuple):
 
 class Front(Protocol):
     """What the session's controller (the control socket) can ask of the launcher that drives
-    Claude now. Each launcher puts its front in `SessionRef.front` while it runs."""
+    Claude now. Each launcher puts its front in `Run.front` while it runs."""
 
     @property
     def mode(self) -> Mode: ...
@@ -82,12 +82,14 @@ class Front(Protocol):
         ...
 
 
-class SessionRef:
-    """The run's session, opened on first `get()` (after Claude is spawned, in local mode) and
-    then the same object for every launcher of the run. A failure to open it is kept (and
-    raised again by the next `get()`): the caller decides whether Claude goes on unmirrored.
+class Run:
+    """One `happy claude` run, whichever launchers drive it: its session, opened on first
+    `get()` (after Claude is spawned, in local mode) and then the same object for every launcher
+    of the run, its permission broker, its signals and the front that drives Claude now. A
+    failure to open the session is kept (and raised again by the next `get()`): the caller
+    decides whether Claude goes on unmirrored.
     `front`: the running launcher's, for the controller (None between launchers).
-    `signals`: the run's, once it catches them (`session.run_signals`).
+    `signals`: the run's, once it catches them (`session.signals`).
     `remote_input`: how the TUI takes a message sent without a mode (--happy-remote-input).
     `starts_on`: the Claude session the run starts on, when known before the spawn: the session
     is bound to it as it opens, so a resume continues its happy session whatever Claude writes
@@ -196,4 +198,19 @@ class SessionRef:
 class Launcher(Protocol):
     """Drives Claude until it exits or is asked to stop; `session` None: not mirrored."""
 
-    async def run(self, session: SessionRef | None) -> LauncherExit: ...
+    async def run(self, session: Run | None) -> LauncherExit: ...
+
+
+class FirstLauncher(Launcher, Protocol):
+    """The launcher a run starts with, in any mode. `start` needs no event loop: it spawns
+    Claude (or refuses what cannot run) before the event loop and the session are even imported;
+    `run` takes it over; `close` ends what `run` never took over."""
+
+    @property
+    def claude_start(self) -> ClaudeStart | None:
+        """The Claude session the run is bound to as it opens, when known before the spawn."""
+        ...
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,87 @@
+"""The one way to start a `happy claude` run, in any mode: the TUI under our PTY (`local`),
+Claude on our stdio (`headless`), or through the Agent SDK (`remote`).
+
+Light to import, as is each launcher's `start`: Claude is spawned before anyio, the PTY
+machinery and the session's modules are loaded (they load while Claude boots), and only then
+does the run go on, under the session loop with the control socket beside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import TYPE_CHECKING
+
+from happy_launcher.errors import UsageError
+from happy_launcher.session.config import RunConfig
+from happy_launcher.session.launcher import FirstLauncher, Run
+
+if TYPE_CHECKING:
+    from happy_launcher.session.ports import ShownMode
+
+
+def run_claude(cfg: RunConfig, mode: ShownMode) -> int:
+    """Start the launcher of `mode`, then run it to the end of the run; happy's exit code."""
+    launcher = first_launcher(cfg, mode)
+    try:
+        launcher.start()  # Claude first: the event loop and the mirror load while it boots
+        import anyio
+
+        from happy_launcher.home.logfile import log_to
+
+        if cfg.home is not None:
+            log_to(cfg.home)
+        if mode == "local":
+            # The PTY pump thread must get the GIL back quickly while the mirror works (imports,
+            # parsing): 1 ms instead of 5 ms bounds how long a keystroke or an output chunk waits.
+            sys.setswitchinterval(0.001)
+        return anyio.run(functools.partial(run_started, cfg, launcher, mode=mode))
+    finally:
+        launcher.close()  # what the run never took over (the TUI's hook channel, Claude)
+
+
+def first_launcher(cfg: RunConfig, mode: ShownMode) -> FirstLauncher:
+    """The launcher the run starts with; each mode imports only its own modules."""
+    if mode == "remote":
+        if cfg.home is None:
+            raise UsageError(
+                "remote mode needs happy's home to keep the session: fix it (see above) and retry"
+            )
+        from happy_launcher.remote.launcher import RemoteLauncher  # heavy: the Agent SDK
+
+        return RemoteLauncher(cfg)
+    if mode == "headless":
+        from happy_launcher.local.headless import HeadlessLauncher
+
+        return HeadlessLauncher(cfg)
+    from happy_launcher.local.launcher import LocalLauncher
+
+    return LocalLauncher(cfg)
+
+
+async def run_started(cfg: RunConfig, launcher: FirstLauncher, *, mode: ShownMode) -> int:
+    """Run `launcher` (started, or started by its `run`) in `mode` under the session loop, served
+    on the control socket; not mirrored (no happy home), just the launcher. Happy's exit code."""
+    opts = cfg.args.options
+    if cfg.home is None:  # not mirrored: no session to drive from elsewhere either
+        exit = await launcher.run(None)
+        claude_id = None if (start := launcher.claude_start) is None else start.session_id
+    else:
+        from happy_launcher.runner.modes import run_controlled
+
+        run = Run(
+            cfg.home,
+            cfg.cwd,
+            events=cfg.events,
+            remote_input=opts.remote_input,
+            starts_on=launcher.claude_start,
+            # Remote mode binds its session as it connects, and has never re-sent the history.
+            replay=opts.replay_existing and mode != "remote",
+        )
+        exit = await run_controlled(run, launcher, mode=mode, cfg=cfg)
+        claude_id = run.claude_session_id
+    if mode == "local":
+        from happy_launcher.local.launcher import say_how_to_resume
+
+        say_how_to_resume(cfg, claude_id)
+    return exit.code
