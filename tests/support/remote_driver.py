@@ -92,11 +92,13 @@ class Driven:
         await self.ran.wait()
 
 
-async def _claude_takes_prompts(sdk: FakeSdkClient, transcript: Transcript) -> None:
-    """Claude writes each prompt's record as it takes it."""
-    while True:
-        prompt = await sdk.next_prompt()
-        transcript.write_through(prompt["uuid"])
+async def claude_takes_prompts(sdk: FakeSdkClient, transcript: Transcript, recorded: list[Prompt]) -> None:
+    """Claude writes each prompt's record as it takes it, under the uuid it was sent with."""
+    for prompt in recorded:
+        sent = await sdk.next_prompt()
+        if prompt.uuid is not None:
+            transcript.rename(prompt.uuid, sent["uuid"])
+        transcript.write_through(sent["uuid"])
 
 
 @asynccontextmanager
@@ -141,9 +143,10 @@ async def driven(
             await tg.start(run)
             try:
                 async with anyio.create_task_group() as claude:
+                    prompts = [p for p, _ in turns]
                     if takes:
-                        claude.start_soon(_claude_takes_prompts, sdk, transcript)
-                    yield Driven(driver, sdk, session, transcript, seen, [p for p, _ in turns], ran)
+                        claude.start_soon(claude_takes_prompts, sdk, transcript, prompts)
+                    yield Driven(driver, sdk, session, transcript, seen, prompts, ran)
                     claude.cancel_scope.cancel()
             finally:
                 driver.close()
