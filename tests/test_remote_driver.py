@@ -73,6 +73,7 @@ async def test_the_sdk_first_then_the_transcript(tmp_path: Path, name: str) -> N
             await d.seen.turn_ends()  # the whole reply came from the SDK
             d.transcript.write_through()  # then its copy on disk
             await d.stop()
+        assert d.sdk.disconnected
     assert envelope_view(d.seen.envelopes) == envelope_view(replayed(scenario_dir(name)))
 
 

@@ -39,7 +39,6 @@ class FakeSdkClient:
         self._hold = hold
         self._on_interrupt = on_interrupt
         self.options: ClaudeAgentOptions | None = None
-        self.connected = False
         self.disconnected = False
         self.prompts: list[dict[str, Any]] = []  # the user messages the driver sent, in order
         self.interrupts = 0
@@ -57,7 +56,7 @@ class FakeSdkClient:
     # --- SdkClient ------------------------------------------------------------------------------
 
     async def connect(self) -> None:
-        self.connected = True
+        pass
 
     async def query(self, prompt: AsyncIterable[dict[str, Any]]) -> None:
         async for message in prompt:
