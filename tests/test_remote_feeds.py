@@ -5,7 +5,6 @@ arrival order, gives the envelopes a replay of that transcript gives, up to ids 
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +12,13 @@ import pytest
 
 from happy_launcher.claude.converter import Converter
 from happy_launcher.claude.sdk_items import TurnResult
-from happy_launcher.protocol import Envelope, SequentialIds, parse_envelope, subagent_id
-from happy_launcher.session.replay import replay_file
+from happy_launcher.protocol import Envelope, subagent_id
 from tests.support.remote_feed import (
     ORDERS,
     Order,
     envelope_view,
-    main_transcript,
     merged,
+    replayed,
     run_live,
     sdk_groups,
     transcript_records,
@@ -32,12 +30,6 @@ SUBAGENT_PROMPT = "SUBAGENT-TASK: run `echo from-subagent` with Bash and report 
 # One-block replies only: their usage is final when the SDK yields them (see claude/converter.py).
 EXACT_USAGE = {"text", "two_turns", "api_error", "interrupted"}
 _TOKENS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-
-
-def replayed(scenario: Path) -> list[Envelope]:
-    out = io.BytesIO()
-    replay_file(main_transcript(scenario), SequentialIds("replay"), out)
-    return [parse_envelope(line) for line in out.getvalue().splitlines()]
 
 
 def live(scenario: Path, order: Order, *, with_uuids: bool = True) -> list[Envelope]:

@@ -7,6 +7,7 @@ the first copy of a record wins, whichever feed brought it.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -18,8 +19,9 @@ from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.queue import OrderedQueue, PromptSent, QueueItem
 from happy_launcher.claude.records import Record, record_key
 from happy_launcher.claude.session_files import SessionFiles
-from happy_launcher.protocol import Envelope, SequentialIds
+from happy_launcher.protocol import Envelope, SequentialIds, parse_envelope
 from happy_launcher.session.mirror import Mirror
+from happy_launcher.session.replay import replay_file
 from happy_launcher.session.sinks import EnvelopeSink, MemorySink
 from tests.support.sdk_stream import Interrupt, Prompt, load_stream
 
@@ -69,6 +71,13 @@ def merged(sdk: list[list[QueueItem]], transcript: list[Record], order: Order) -
         if order == "transcript_first":
             out += group
     return out + transcript[released:]
+
+
+def replayed(scenario: Path) -> list[Envelope]:
+    """What `happy replay` makes of the scenario's transcript."""
+    out = io.BytesIO()
+    replay_file(main_transcript(scenario), SequentialIds("replay"), out)
+    return [parse_envelope(line) for line in out.getvalue().splitlines()]
 
 
 def live_mirror(sink: EnvelopeSink) -> Mirror:

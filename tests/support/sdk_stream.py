@@ -17,6 +17,8 @@ from typing import Any
 import claude_agent_sdk.types as sdk_types
 import orjson
 
+from happy_launcher.remote.fake_sdk import FakeTurn
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sdk"
 
 
@@ -76,3 +78,19 @@ def scenario_dir(name: str) -> Path:
 
 def scenario_names() -> list[str]:
     return sorted(p.name for p in FIXTURES.iterdir() if (p / "stream.jsonl").is_file())
+
+
+def recorded_turns(scenario: Path) -> list[tuple[Prompt, FakeTurn]]:
+    """Each prompt of a recorded stream with what Claude said to it (a `FakeSdkClient` turn):
+    before an `Interrupt`, and after it."""
+    turns: list[tuple[Prompt, list[Any], list[Any]]] = []
+    said: list[Any] = []
+    for message in load_stream(scenario / "stream.jsonl"):
+        if isinstance(message, Prompt):
+            turns.append((message, [], []))
+            said = turns[-1][1]
+        elif isinstance(message, Interrupt):
+            said = turns[-1][2]
+        else:
+            said.append(message)
+    return [(prompt, FakeTurn(before, after)) for prompt, before, after in turns]

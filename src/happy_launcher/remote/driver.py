@@ -41,6 +41,7 @@ from happy_launcher.claude.watch import make_watcher
 from happy_launcher.errors import RemoteError
 from happy_launcher.protocol import TurnStatus
 from happy_launcher.remote.claude_stderr import ClaudeStderr
+from happy_launcher.remote.sdk_client import SdkClient, SdkClientFactory
 
 _log = logging.getLogger(__name__)
 INTERRUPT_GRACE = 5.0  # seconds Claude gets to end an interrupted turn before we end it ourselves
@@ -118,7 +119,9 @@ class RemoteDriver:
     through one ordered queue (SDK records, transcript records, prompts, turn results).
 
     `run()` connects and serves until `close()`; `send()` starts a turn, `interrupt()` ends the
-    running one `cancelled`. `on_partial` sees streaming text (a preview, never stored)."""
+    running one `cancelled`. `on_partial` sees streaming text (a preview, never stored).
+    `client` builds the SDK client (a fake in tests); `take_timeout` bounds the prompt's wait
+    for its record, `interrupt_grace` Claude's ending of an interrupted turn."""
 
     def __init__(
         self,
@@ -128,9 +131,15 @@ class RemoteDriver:
         transcript: Callable[[str], Path],
         claude_session_id: str,
         on_partial: Callable[[Partial], None] | None = None,
+        client: SdkClientFactory = ClaudeSDKClient,
+        take_timeout: float = TAKE_TIMEOUT,
+        interrupt_grace: float = INTERRUPT_GRACE,
     ) -> None:
         self._session = session
         self._options = options
+        self._make_client = client
+        self._take_timeout = take_timeout
+        self._interrupt_grace = interrupt_grace
         self._stderr = ClaudeStderr()
         options.stderr = self._stderr.line
         self._transcript = transcript
@@ -138,7 +147,7 @@ class RemoteDriver:
         self._on_partial = on_partial
         self._converter = Converter()
         self._queue = OrderedQueue()
-        self._client: ClaudeSDKClient | None = None
+        self._client: SdkClient | None = None
         self._watcher = make_watcher()
         self._scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
         self._tailed: set[str] = set()
@@ -180,9 +189,11 @@ class RemoteDriver:
             raise failure from exc
 
     async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> None:
-        async with ClaudeSDKClient(self._options) as client, anyio.create_task_group() as tg:
-            self._client = client
-            try:
+        client = self._make_client(self._options)
+        await client.connect()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._client = client
                 tg.start_soon(self._read, client)
                 tg.start_soon(self._scanner.run, self._from_transcript)
                 task_status.started()
@@ -191,8 +202,9 @@ class RemoteDriver:
                 if self.busy:  # never a bare disconnect of a busy client: it waits for the turn
                     await self._interrupt(client)
                 tg.cancel_scope.cancel()
-            finally:
-                self._client = None
+        finally:
+            self._client = None
+            await client.disconnect()
 
     def close(self) -> None:
         self._stopping.set()
@@ -202,7 +214,7 @@ class RemoteDriver:
     async def send(self, text: str, prompt_uuid: str | None = None) -> SentPrompt:
         """Send a prompt (under `prompt_uuid`, default a new one); returns once its user text and
         turn-start are committed, which is once Claude has written its record (or after
-        TAKE_TIMEOUT: then its turn goes on, and the record counts when it comes)."""
+        the take timeout: then its turn goes on, and the record counts when it comes)."""
         client = self._require_client()
         prompt_uuid = prompt_uuid or str(uuid.uuid4())
         prompt = self._prompts[prompt_uuid] = _Prompt()
@@ -226,10 +238,10 @@ class RemoteDriver:
         return SentPrompt(prompt_uuid, prompt.turn)
 
     async def _taken(self, prompt_uuid: str, prompt: _Prompt) -> Taken:
-        with anyio.move_on_after(TAKE_TIMEOUT):
+        with anyio.move_on_after(self._take_timeout):
             await prompt.settled.wait()
         if prompt.outcome is None:
-            _log.warning("Claude did not write prompt %s within %s s", prompt_uuid, TAKE_TIMEOUT)
+            _log.warning("Claude did not write prompt %s within %s s", prompt_uuid, self._take_timeout)
             prompt.settle("late")
         if prompt.outcome == "skip":
             self._prompts.pop(prompt_uuid, None)
@@ -251,23 +263,24 @@ class RemoteDriver:
     async def wait_idle(self) -> None:
         await self._idle.wait()
 
-    async def _interrupt(self, client: ClaudeSDKClient) -> None:
+    async def _interrupt(self, client: SdkClient) -> None:
         idle = self._idle
-        await client.interrupt()
-        with anyio.move_on_after(INTERRUPT_GRACE):
+        # The grace bounds the interrupt's answer too (the SDK waits 60 s for it).
+        with anyio.move_on_after(self._interrupt_grace):
+            await client.interrupt()
             await idle.wait()
             return
         # Claude did not end the turn: close it ourselves, tool calls first (design §4).
-        _log.warning("Claude did not end the interrupted turn within %s s", INTERRUPT_GRACE)
+        _log.warning("Claude did not end the interrupted turn within %s s", self._interrupt_grace)
         self._queue.abort(self._converter.interrupted())
         await self._queue.flushed()
 
-    def _require_client(self) -> ClaudeSDKClient:
+    def _require_client(self) -> SdkClient:
         if self._client is None:
             raise RemoteError("remote mode is not connected to Claude (it ended, or never started)")
         return self._client
 
-    async def _read(self, client: ClaudeSDKClient) -> None:
+    async def _read(self, client: SdkClient) -> None:
         async for message in client.receive_messages():
             self._queue.put_all(self._converter.convert(message))
 

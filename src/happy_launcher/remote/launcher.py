@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+from claude_agent_sdk import ClaudeSDKClient
 
 from happy_launcher.claude.args import is_uuid
 from happy_launcher.claude.cli_flags import split_flags
@@ -29,6 +30,7 @@ from happy_launcher.remote.driver import RemoteDriver
 from happy_launcher.remote.front import RemoteFront
 from happy_launcher.remote.options import PassThrough, remote_options
 from happy_launcher.remote.remote_session import RemoteSession
+from happy_launcher.remote.sdk_client import SdkClientFactory
 from happy_launcher.remote.sdk_permissions import can_use_tool
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
@@ -54,11 +56,13 @@ async def connect(
     broker: PermissionBroker | None = None,
     on_partial: Callable[[Partial], None] | None = None,
     on_notice: Callable[[str], None] | None = None,
+    client: SdkClientFactory = ClaudeSDKClient,
 ) -> AsyncIterator[RemoteSession]:
     """Run Claude session `claude_session_id` (resumed, or created with that id) through the SDK
     for the block's duration, mirrored into `session`. On the way out a running turn is
     interrupted (never a bare disconnect) and pending permission requests are denied.
-    `broker`: the run's, when it has one (else one for this block, with `permission_timeout`)."""
+    `broker`: the run's, when it has one (else one for this block, with `permission_timeout`).
+    `client`: builds the SDK client (`RemoteDriver`)."""
     if resume:
         ensure_not_busy(registry_dir(env), claude_session_id)
     built = remote_options(args, binary=binary, cwd=cwd, env=env, session_id=claude_session_id, resume=resume)
@@ -81,6 +85,7 @@ async def connect(
         transcript=transcript,
         claude_session_id=claude_session_id,
         on_partial=on_partial,
+        client=client,
     )
     async with anyio.create_task_group() as tg:
         await tg.start(driver.run)
