@@ -11,7 +11,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from happy_launcher.control.wire import Dropped, Event, PermissionRequested, PermissionSettled
+from happy_launcher.control.wire import Event, PermissionRequested, PermissionSettled
 from happy_launcher.terminal.plain_text import as_text, plain_console
 
 _STYLES = {"user": "bold cyan", "agent": "green"}
@@ -51,8 +51,6 @@ class Pretty:
         elif isinstance(event, PermissionSettled):
             about = as_text(f"(id {event.request_id})")
             self._print(Text.assemble((f"permission {event.outcome}", "yellow"), " ", about))
-        elif isinstance(event, Dropped):
-            self._print(as_text(event.message, "red"))
 
     def _print(self, line: Text) -> None:
         self._console.print(line, soft_wrap=True)
