@@ -13,7 +13,7 @@ import pytest
 from happy_launcher.protocol import Envelope, SequentialIds, ToolCallEndEv, ToolCallStartEv, parse_envelope
 from happy_launcher.session.replay import replay_file
 
-GOLDEN = Path(__file__).parent / "fixtures" / "golden"
+GOLDEN = Path(__file__).parents[2] / "fixtures" / "golden"
 
 SUBAGENT_PROMPT = "SUBAGENT-TASK: run `echo from-subagent` with Bash and report what it printed."
 U, A = "user", "agent"

@@ -380,7 +380,7 @@ def test_cli_remote_screen_in_a_terminal(cenv: ClaudeEnv, home: Path) -> None:
 
 
 def test_the_readme_python_api_example_runs(cenv: ClaudeEnv, home: Path) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:]]
     [example] = [b for b in blocks if "happy_launcher.open_session(" in b]
     env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}

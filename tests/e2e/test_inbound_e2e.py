@@ -24,7 +24,7 @@ from happy_launcher.session.core import Session
 from happy_launcher.store.sessions import SessionStore
 from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import FakeAnthropic
-from tests.test_remote_e2e import assert_live_equals_replay, cenv, fake, home, stored, turn
+from tests.e2e.test_remote_e2e import assert_live_equals_replay, cenv, fake, home, stored, turn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.timeout(120)]
 __all__ = ["cenv", "fake", "home"]  # fixtures

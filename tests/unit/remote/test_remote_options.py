@@ -21,7 +21,7 @@ from tests.support.claude_env import find_claude_binary
 SID = "0b4a5a8e-6f0e-4c39-9a43-3f1c3c2f7a11"
 BINARY = Path("/opt/claude/bin/claude")
 CWD = Path("/work/project")
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def build(*argv: str, resume: bool = False, env: dict[str, str] | None = None) -> RemoteOptions:

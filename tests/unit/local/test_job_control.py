@@ -25,9 +25,9 @@ from happy_launcher.local.job_control import JobControl
 from tests.support.claude_env import make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text
 from tests.support.happy_tui import READY_MARKERS, SHELL_ENV, HappyTui, wait_pid_gone
-from tests.test_local_e2e import KITTY_TERMINAL, UNSCRIPTED, has_text, leftover_modes, only_session, turn_ends
+from tests.e2e.test_local_e2e import KITTY_TERMINAL, UNSCRIPTED, has_text, leftover_modes, only_session, turn_ends
 
-CHILD = [sys.executable, str(Path(__file__).parent / "support" / "pty_children" / "child.py")]
+CHILD = [sys.executable, str(Path(__file__).parents[2] / "support" / "pty_children" / "child.py")]
 PASSTHROUGH = [sys.executable, "-m", "happy_launcher.local.passthrough", "--"]
 TIMEOUT = 10
 PROMPT = re.compile(rb"RC=(\d+) AFTER (\S+)\r\n")

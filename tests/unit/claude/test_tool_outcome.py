@@ -1,6 +1,6 @@
 """How a tool call ended, carried by `tool-call-end.status` (docs/decisions.md): from the tool
-results Claude writes (texts as seen in its transcripts, tests/test_permission_e2e.py and
-tests/test_remote_e2e.py), and a PermissionRequest hook's denial from its attachment."""
+results Claude writes (texts as seen in its transcripts, tests/e2e/test_permission_e2e.py and
+tests/e2e/test_remote_e2e.py), and a PermissionRequest hook's denial from its attachment."""
 
 from __future__ import annotations
 

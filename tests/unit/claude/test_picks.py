@@ -1,5 +1,5 @@
 """The session Claude would pick for `--continue` and `--resume <title>`, named before the spawn
-(claude/picks.py; the real Claude agreeing is in tests/test_resume_e2e.py)."""
+(claude/picks.py; the real Claude agreeing is in tests/e2e/test_resume_e2e.py)."""
 
 from __future__ import annotations
 

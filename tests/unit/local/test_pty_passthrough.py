@@ -31,7 +31,7 @@ from happy_launcher.local.pty_session import PtySession
 from happy_launcher.terminal.guard import ModeTracker, terminal_size
 from tests.support.happy_tui import wait_pid_gone
 
-CHILD = [sys.executable, str(Path(__file__).parent / "support" / "pty_children" / "child.py")]
+CHILD = [sys.executable, str(Path(__file__).parents[2] / "support" / "pty_children" / "child.py")]
 PASSTHROUGH = [sys.executable, "-m", "happy_launcher.local.passthrough", "--"]
 TIMEOUT = 10
 END_LINE = re.compile(rb"RC=(\d+) AFTER (\S+)\r\n")

@@ -23,8 +23,8 @@ from happy_launcher.session.mirror import Mirror
 from happy_launcher.store.resume import Delivered
 from happy_launcher.store.sessions import SessionStore
 from tests.support.records import assistant, text, user
-from tests.test_queue import Recorder, record
-from tests.test_store import fill_disk, free_disk
+from tests.unit.claude.test_queue import Recorder, record
+from tests.unit.store.test_store import fill_disk, free_disk
 
 pytestmark = pytest.mark.timeout(30)
 
