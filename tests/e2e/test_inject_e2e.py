@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from happy_launcher.store.sessions import SessionStore
+from tests.e2e.test_switch_e2e import SLOW, happy, stored, texts
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import HappyTui
-from tests.e2e.test_switch_e2e import SLOW, happy, stored, texts
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.e2e]
 

@@ -3,6 +3,8 @@ the flags really reach Claude (its init message) and the API request (model, sys
 
 from __future__ import annotations
 
+import re
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +16,9 @@ from claude_agent_sdk import ClaudeSDKClient, ResultMessage, SystemMessage
 
 from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.remote.options import remote_options
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.claude_env import ClaudeEnv, find_claude_binary, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
+from tests.unit.remote.test_remote_options import readme_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90), pytest.mark.anyio]
 
@@ -95,3 +98,23 @@ async def test_flags_reach_claude_and_the_request(cenv: ClaudeEnv, fake: FakeAnt
     second = fake.requests[-1]
     assert [m["role"] for m in second.messages][-3:] == ["user", "assistant", "user"]
     assert "hello remote" in str(second.messages) and second.last_user_text == "second prompt"
+
+
+# The session's own flags (args.py takes them), and --help.
+SESSION_FLAGS = {"--resume", "--continue", "--session-id", "--fork-session", "--settings", "--help"}
+
+
+def test_readme_table_covers_every_flag_of_the_bundled_claude() -> None:
+    out = subprocess.run(
+        [str(find_claude_binary()), "--help"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    # Option lines: "  -c, --continue  …", "  --allowedTools, --allowed-tools <tools...>".
+    helped = {
+        f
+        for line in out.splitlines()
+        if line.startswith("  -")
+        for f in re.findall(r"--[a-zA-Z-]+", line.split("  ")[1])
+    }
+    documented = {flag for flags, _ in readme_table() for flag in flags}
+    aliases = {"--allowed-tools", "--disallowed-tools", "--background"}
+    assert helped - documented - SESSION_FLAGS - aliases == set()

@@ -22,10 +22,7 @@ import pexpect
 import pytest
 
 from happy_launcher.local.job_control import JobControl
-from tests.support.claude_env import make_claude_env
-from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text
-from tests.support.happy_tui import READY_MARKERS, SHELL_ENV, HappyTui, wait_pid_gone
-from tests.e2e.test_local_e2e import KITTY_TERMINAL, UNSCRIPTED, has_text, leftover_modes, only_session, turn_ends
+from tests.support.happy_tui import SHELL_ENV, wait_pid_gone
 
 CHILD = [sys.executable, str(Path(__file__).parents[2] / "support" / "pty_children" / "child.py")]
 PASSTHROUGH = [sys.executable, "-m", "happy_launcher.local.passthrough", "--"]
@@ -227,47 +224,3 @@ async def test_ended_while_suspended_never_stops_again() -> None:
     assert log == ["pause", "restore", "stop"]
     await control.child_stopped()  # a stop while ending is not followed either
     assert log == ["pause", "restore", "stop"]
-
-
-# --------------------------------------------------------------------------------------------------
-# The real Claude under `happy claude`
-
-
-@pytest.mark.e2e
-def test_ctrl_z_in_claude_then_fg(tmp_path: Path) -> None:
-    script = Script(fallback=Reply([Text(UNSCRIPTED)]))
-    script.on(Reply([Text("Answered after fg.")]), prompt="After fg")
-    home = tmp_path / "happy"
-    home.mkdir()
-    with FakeAnthropic(script) as api:
-        cenv = make_claude_env(tmp_path / "claude", api.url)
-        tui = HappyTui(cenv, home, shell=True, terminal_replies=KITTY_TERMINAL)
-        try:
-            tui.wait_ready()
-            claude = tui.claude_pid()
-            happy = tui.happy_pid()
-            modes_on = leftover_modes(bytes(tui.raw))
-            tui.child.send("\x1a")  # Ctrl-Z
-            code, stty = tui.next_prompt()
-            assert code == 128 + signal.SIGTSTP
-            assert stty == tui.stty_before, "terminal settings not restored on suspend"
-            assert {"?1049", "?2004"} <= modes_on  # the alternate screen, bracketed paste, ...
-            # Up to the prompt line: bash's readline switches bracketed paste on for itself.
-            assert leftover_modes(bytes(tui.raw[: tui.raw.rindex(b"RC=")])) == set()
-            assert tui.on_screen("Claude Code is suspended")
-            assert (state(happy), state(claude)) == ("T", "T")
-            assert "Stopped" in tui.shell_line("jobs")
-
-            mark = len(tui.seen)
-            tui.child.sendline("fg")
-            ready = lambda: any(tui.on_screen(m, since=mark) for m in READY_MARKERS)  # noqa: E731
-            tui.wait(ready, 20, "the input box after fg")
-            tui.submit("After fg")
-            tui.wait_events(has_text("Answered after fg."), 30, "the answer after fg")
-            assert tui.exit() == 0
-            assert tui.stty_after == tui.stty_before
-            assert turn_ends(tui.events()) == ["completed"]
-            assert only_session(home).status == "completed"
-        finally:
-            tui.kill()
-    assert wait_pid_gone(claude, TIMEOUT)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.errors import UsageError
 from happy_launcher.remote.options import CLAUDE_CODE_PRESET, RemoteOptions, flag_policy, remote_options
-from tests.support.claude_env import find_claude_binary
 
 SID = "0b4a5a8e-6f0e-4c39-9a43-3f1c3c2f7a11"
 BINARY = Path("/opt/claude/bin/claude")
@@ -283,23 +281,3 @@ def test_readme_table_matches_the_code() -> None:
     for flags, how in rows:
         for flag in flags:
             assert flag_policy(flag) == words[how], (flag, how)
-
-
-# The session's own flags (args.py takes them), and --help.
-SESSION_FLAGS = {"--resume", "--continue", "--session-id", "--fork-session", "--settings", "--help"}
-
-
-def test_readme_table_covers_every_flag_of_the_bundled_claude() -> None:
-    out = subprocess.run(
-        [str(find_claude_binary()), "--help"], capture_output=True, text=True, timeout=30, check=True
-    ).stdout
-    # Option lines: "  -c, --continue  …", "  --allowedTools, --allowed-tools <tools...>".
-    helped = {
-        f
-        for line in out.splitlines()
-        if line.startswith("  -")
-        for f in re.findall(r"--[a-zA-Z-]+", line.split("  ")[1])
-    }
-    documented = {flag for flags, _ in readme_table() for flag in flags}
-    aliases = {"--allowed-tools", "--disallowed-tools", "--background"}
-    assert helped - documented - SESSION_FLAGS - aliases == set()
