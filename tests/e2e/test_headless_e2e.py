@@ -16,7 +16,6 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -24,7 +23,7 @@ import orjson
 import pytest
 
 from happy_launcher.store.sessions import SessionStore
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
 from tests.support.happy_tui import checked_envelope, happy_executable
 
@@ -41,19 +40,13 @@ def echo(req: RecordedRequest) -> Reply:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(Script(fallback=echo)) as api:
-        yield api
-
-
-@pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
-    return make_claude_env(tmp_path / "claude", fake.url)
+def script() -> Script:
+    return Script(fallback=echo)
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    return tmp_path / "happy"
+    return tmp_path / "happy"  # not made: happy makes it (one test makes it read-only first)
 
 
 def env_for(cenv: ClaudeEnv, home: Path) -> dict[str, str]:

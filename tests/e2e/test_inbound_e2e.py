@@ -22,12 +22,12 @@ from happy_launcher.remote.launcher import connect
 from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.core import Session
 from happy_launcher.store.sessions import SessionStore
-from tests.e2e.test_remote_e2e import assert_live_equals_replay, cenv, fake, home, stored, turn
+from tests.e2e.test_remote_e2e import assert_live_equals_replay, claude_options, script, stored, turn
 from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import FakeAnthropic
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.timeout(120)]
-__all__ = ["cenv", "fake", "home"]  # fixtures
+__all__ = ["claude_options", "script"]  # fixtures: remote mode's rules and settings
 
 AWAY = "message while happy was away"
 

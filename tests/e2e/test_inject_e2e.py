@@ -3,16 +3,16 @@ real bundled Claude under happy's PTY against the fake Messages API."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from happy_launcher.store.sessions import SessionStore
+from tests.e2e.conftest import Launch, echo
 from tests.e2e.test_switch_e2e import SLOW, happy, stored, texts
 from tests.support.claude_env import ClaudeEnv, make_claude_env
-from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
+from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import HappyTui
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.e2e]
@@ -20,23 +20,18 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.e2e]
 COMMAND = "touch approved.txt && echo hello"
 
 
-def echo(req: RecordedRequest) -> Reply:
-    return Reply([Text("Echo: " + req.last_user_text)])
-
-
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
+def script() -> Script:
     slow = Rule(Reply([Text(SLOW, chunk_size=6)], chunk_delay=0.3), prompt="use slow")
     call = ToolUse("Bash", {"command": COMMAND, "description": "Create approved.txt"})
     tool = Rule(Reply([Text("I'll run it."), call]), prompt="Create the file")
     done = Rule(Reply([Text("The command ran.")]), tool_result="Bash")
-    with FakeAnthropic(Script([slow, tool, done], fallback=echo)) as server:
-        yield server
+    return Script([slow, tool, done], fallback=echo)
 
 
-def start(fake: FakeAnthropic, tmp_path: Path, *args: str, **env_args: Any) -> HappyTui:
-    cenv: ClaudeEnv = make_claude_env(tmp_path, fake.url, **env_args)
-    t = HappyTui(cenv, tmp_path / "home", args, env={"TERM": "xterm"})
+def start(launch: Launch, fake: FakeAnthropic, tmp_path: Path, *args: str, **env_args: Any) -> HappyTui:
+    cenv: ClaudeEnv = make_claude_env(tmp_path / "claude", fake.url, **env_args)
+    t = launch(cenv, args, env={"TERM": "xterm"})
     t.wait_ready()
     return t
 
@@ -56,19 +51,8 @@ def no_pending(tmp_path: Path) -> None:
         assert store.pending_inbound(session.id) == []
 
 
-@pytest.fixture
-def tuis() -> Iterator[list[HappyTui]]:
-    started: list[HappyTui] = []
-    yield started
-    for t in started:
-        t.kill()
-
-
-def test_idle_then_a_repeat_is_not_typed_again(
-    fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]
-) -> None:
-    t = start(fake, tmp_path)
-    tuis.append(t)
+def test_idle_then_a_repeat_is_not_typed_again(fake: FakeAnthropic, tmp_path: Path, launch: Launch) -> None:
+    t = start(launch, fake, tmp_path)
     inject(t, "hello injected", "--id", "m-1")
     t.wait_turn_end(1)
     inject(t, "hello injected", "--id", "m-1")  # the same message again: accepted, not typed
@@ -81,10 +65,9 @@ def test_idle_then_a_repeat_is_not_typed_again(
 
 
 def test_mid_turn_it_is_queued_then_answered_after_the_turn(
-    fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]
+    fake: FakeAnthropic, tmp_path: Path, launch: Launch
 ) -> None:
-    t = start(fake, tmp_path)
-    tuis.append(t)
+    t = start(launch, fake, tmp_path)
     t.submit("use slow please")
     t.expect_screen("word2")  # streaming
     inject(t, "hello queued")
@@ -95,9 +78,8 @@ def test_mid_turn_it_is_queued_then_answered_after_the_turn(
     no_pending(tmp_path)
 
 
-def test_a_draft_is_neither_sent_nor_lost(fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]) -> None:
-    t = start(fake, tmp_path)
-    tuis.append(t)
+def test_a_draft_is_neither_sent_nor_lost(fake: FakeAnthropic, tmp_path: Path, launch: Launch) -> None:
+    t = start(launch, fake, tmp_path)
     t.type("abc")
     inject(t, "hello beside a draft")
     t.wait_turn_end(1)
@@ -108,10 +90,9 @@ def test_a_draft_is_neither_sent_nor_lost(fake: FakeAnthropic, tmp_path: Path, t
 
 
 def test_an_open_permission_dialog_is_never_answered(
-    fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]
+    fake: FakeAnthropic, tmp_path: Path, launch: Launch
 ) -> None:
-    t = start(fake, tmp_path, permission_mode="default", allow=())
-    tuis.append(t)
+    t = start(launch, fake, tmp_path, permission_mode="default", allow=())
     t.submit("Create the file")
     t.expect_screen("Do you want to proceed")
     mark = len(t.seen)
@@ -132,11 +113,8 @@ def test_an_open_permission_dialog_is_never_answered(
     no_pending(tmp_path)
 
 
-def test_multi_line_and_5kb_messages_are_exact(
-    fake: FakeAnthropic, tmp_path: Path, tuis: list[HappyTui]
-) -> None:
-    t = start(fake, tmp_path)
-    tuis.append(t)
+def test_multi_line_and_5kb_messages_are_exact(fake: FakeAnthropic, tmp_path: Path, launch: Launch) -> None:
+    t = start(launch, fake, tmp_path)
     lines = "line one\nline two\n\nline four"
     big = " ".join(f"w{n:04d}" for n in range(850))  # 5 KB on one line
     inject(t, lines)

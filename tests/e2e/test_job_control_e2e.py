@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import UNSCRIPTED
 from tests.e2e.test_local_e2e import (
     KITTY_TERMINAL,
-    UNSCRIPTED,
     has_text,
     leftover_modes,
     only_session,

@@ -11,7 +11,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,18 +23,22 @@ from happy_launcher.errors import SessionBusyError
 from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir, session_holder
 from happy_launcher.home.procs import start_time
 from happy_launcher.remote.options import remote_options
-from tests.support.claude_env import ClaudeEnv, make_claude_env
-from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text
+from tests.support.claude_env import ClaudeEnv
+from tests.support.fake_anthropic import Reply, Script, Text
 from tests.support.happy_tui import happy_executable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 
 @pytest.fixture
-def cenv(tmp_path: Path) -> Iterator[ClaudeEnv]:
-    with FakeAnthropic(Script(fallback=Reply([Text("OK")]))) as fake:
-        # CLAUDE_CONFIG_DIR set explicitly: the SDK lays `env` over the test process's own environment.
-        yield make_claude_env(tmp_path / "claude", fake.url, use_config_dir=True)
+def script() -> Script:
+    return Script(fallback=Reply([Text("OK")]))
+
+
+@pytest.fixture
+def claude_options() -> dict[str, Any]:
+    # CLAUDE_CONFIG_DIR set explicitly: the SDK lays `env` over the test process's own environment.
+    return {"use_config_dir": True}
 
 
 @contextmanager

@@ -29,6 +29,7 @@ import pytest
 from cuid2 import is_cuid
 
 from happy_launcher.store.sessions import SessionInfo, SessionStore
+from tests.e2e.conftest import UNSCRIPTED, UNSCRIPTED_REPLY, Launch
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import (
@@ -44,50 +45,16 @@ from tests.support.happy_tui import (
 pytestmark = pytest.mark.timeout(60)
 
 Record = dict[str, Any]
-Launch = Callable[..., HappyTui]
-
-UNSCRIPTED = "[fake_anthropic: unscripted request]"
 
 
 # --------------------------------------------------------------------------------------------------
-# Fixtures
+# Fixtures (the rest in conftest.py)
 
 
 @pytest.fixture
 def script() -> Script:
     """The fake API's rule table; tests add rules before they prompt."""
-    return Script(fallback=Reply([Text(UNSCRIPTED)]))
-
-
-@pytest.fixture
-def fake(script: Script) -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(script) as api:
-        yield api
-        unscripted = [r.last_user_text[:200] for r in api.requests if r.rule == "fallback"]
-        assert not unscripted, f"requests no rule answered: {unscripted}"
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """HAPPY_HOME_DIR."""
-    path = tmp_path / "happy"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def launch(home: Path) -> Iterator[Launch]:
-    """`launch(cenv, args, **kw)` starts `happy claude` under a PTY; every one is torn down at the end."""
-    started: list[HappyTui] = []
-
-    def _launch(cenv: ClaudeEnv, args: tuple[str, ...] = (), **kw: Any) -> HappyTui:
-        tui = HappyTui(cenv, home, args, **kw)
-        started.append(tui)
-        return tui
-
-    yield _launch
-    for tui in started:
-        tui.kill()
+    return Script(fallback=UNSCRIPTED_REPLY)
 
 
 def claude_env(tmp_path: Path, fake: FakeAnthropic, **kw: Any) -> ClaudeEnv:

@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,8 @@ import pytest
 
 from happy_launcher.control.sockets import short_path
 from happy_launcher.home.dirs import socket_path
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.e2e.conftest import Launch
+from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import HappyTui, happy_executable, wait_pid_gone
 
@@ -29,30 +29,26 @@ DIALOG = "Do you want to proceed"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
+def script() -> Script:
     call = ToolUse("Bash", {"command": COMMAND, "description": "Write written.txt"})
     rules = [
         Rule(Reply([Text("Writing it."), call]), prompt="write it"),
         Rule(Reply([Text("Done with the tool.")]), tool_result="Bash"),
     ]
-    with FakeAnthropic(Script(rules, fallback=Reply([Text("unscripted")]))) as server:
-        yield server
+    return Script(rules, fallback=Reply([Text("unscripted")]))
 
 
 @pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
-    return make_claude_env(tmp_path / "claude", fake.url, permission_mode="default", allow=())
+def claude_options() -> dict[str, Any]:
+    return {"permission_mode": "default", "allow": ()}
 
 
 @pytest.fixture
-def tui(cenv: ClaudeEnv, tmp_path: Path) -> Iterator[HappyTui]:
-    (tmp_path / "home").mkdir()
-    t = HappyTui(cenv, tmp_path / "home")
-    try:
-        t.wait_ready()
-        yield t
-    finally:
-        t.kill()
+def tui(cenv: ClaudeEnv, launch: Launch) -> HappyTui:
+    """One `happy claude`, ready."""
+    t = launch(cenv)
+    t.wait_ready()
+    return t
 
 
 class Watcher:

@@ -11,7 +11,6 @@ import io
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from happy_launcher.remote.remote_session import RemoteSession
 from happy_launcher.session.permissions import PermissionAnswer, PermissionRequest
 from happy_launcher.session.replay import replay_file
 from happy_launcher.store.sessions import SessionStore
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import (
     ErrorReply,
     FakeAnthropic,
@@ -102,19 +101,13 @@ def rules() -> list[Rule]:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(Script(rules(), fallback=echo)) as api:
-        yield api
+def script() -> Script:
+    return Script(rules(), fallback=echo)
 
 
 @pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
-    return make_claude_env(tmp_path / "claude", fake.url, permission_mode="default", allow=(), max_retries=1)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "happy"
+def claude_options() -> dict[str, Any]:
+    return {"permission_mode": "default", "allow": (), "max_retries": 1}
 
 
 def options(cenv: ClaudeEnv, home: Path, **more: Any) -> dict[str, Any]:

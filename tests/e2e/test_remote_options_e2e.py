@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 import subprocess
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,8 +14,8 @@ from claude_agent_sdk import ClaudeSDKClient, ResultMessage, SystemMessage
 
 from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.remote.options import remote_options
-from tests.support.claude_env import ClaudeEnv, find_claude_binary, make_claude_env
-from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
+from tests.support.claude_env import ClaudeEnv, find_claude_binary
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.unit.remote.test_remote_options import readme_table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90), pytest.mark.anyio]
@@ -27,20 +25,10 @@ MARKER = "APPENDED-BY-HAPPY-TEST"
 AGENTS = '{"reviewer": {"description": "Reviews code", "prompt": "You review code."}}'
 
 
-def echo(req: RecordedRequest) -> Reply:
-    return Reply([Text("Echo: " + req.last_user_text)])
-
-
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(Script(fallback=echo)) as api:
-        yield api
-
-
-@pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
+def claude_options() -> dict[str, Any]:
     # CLAUDE_CONFIG_DIR set explicitly: the SDK lays `env` over the test process's own environment.
-    return make_claude_env(tmp_path / "claude", fake.url, use_config_dir=True)
+    return {"use_config_dir": True}
 
 
 async def one_turn(

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from happy_launcher.store.sessions import SessionStore
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.e2e.conftest import UNSCRIPTED_REPLY
+from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import FakeAnthropic, Reply, Script, Text, ToolUse
 from tests.support.happy_tui import Envelope, HappyTui, checked_envelope, squeeze
 
@@ -22,27 +23,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
+def script() -> Script:
     step = ToolUse("Bash", {"command": "echo step1", "description": "Print step1"})
-    script = Script(fallback=Reply([Text("unscripted")]))
+    script = Script(fallback=UNSCRIPTED_REPLY)
     script.on(Reply([Text("Running it."), step]), prompt="Use Bash")
     script.on(Reply([Text("It printed step1.")]), tool_result="Bash")
     script.on(Reply([Text("Second answer.")]), prompt="Second question")
-    with FakeAnthropic(script) as api:
-        yield api
-        assert not [r for r in api.requests if r.rule == "fallback"], "a request no rule answered"
-
-
-@pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
-    return make_claude_env(tmp_path / "claude", fake.url)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "happy"
-    path.mkdir()
-    return path
+    return script
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,44 +17,28 @@ import pytest
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.home.dirs import socket_path
 from happy_launcher.store.sessions import SessionStore
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.e2e.conftest import Launch, echo
+from tests.support.claude_env import ClaudeEnv
 from tests.support.control import wait_for_file
-from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text
+from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text
 from tests.support.happy_tui import READY_MARKERS, HappyTui, happy_executable, squeeze, wait_pid_gone
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def echo(req: RecordedRequest) -> Reply:
-    return Reply([Text("Echo: " + req.last_user_text)])
 
 
 SLOW = " ".join(f"word{n}" for n in range(40))
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
+def script() -> Script:
     slow = Rule(Reply([Text(SLOW, chunk_size=6)], chunk_delay=0.3), prompt="use slow")
-    with FakeAnthropic(Script([slow], fallback=echo)) as server:
-        yield server
+    return Script([slow], fallback=echo)
 
 
 @pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
-    return make_claude_env(tmp_path, fake.url)
-
-
-@pytest.fixture
-def tui(cenv: ClaudeEnv, tmp_path: Path) -> Iterator[HappyTui]:
-    started: list[HappyTui] = []
-
-    def start(*args: str) -> HappyTui:
-        started.append(HappyTui(cenv, tmp_path / "home", args, wrap_stty=True, env={"TERM": "xterm"}))
-        return started[-1]
-
-    yield start  # type: ignore[misc]
-    for t in started:
-        t.kill()
+def tui(cenv: ClaudeEnv, launch: Launch) -> Callable[..., HappyTui]:
+    """`tui(*args)` starts this file's `happy claude`: stty checked, a plain xterm."""
+    return lambda *args: launch(cenv, args, wrap_stty=True, env={"TERM": "xterm"})
 
 
 def happy(t: HappyTui, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

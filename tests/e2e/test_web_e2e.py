@@ -20,9 +20,10 @@ import pytest
 from happy_launcher.home.dirs import socket_path
 from happy_launcher.store.sessions import SessionStore
 from happy_launcher.web.devices import DeviceStore
-from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.e2e.conftest import echo
+from tests.support.claude_env import ClaudeEnv
 from tests.support.control import wait_for_file
-from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
+from tests.support.fake_anthropic import Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_tui import HappyTui, happy_executable
 from tests.support.web import WebServer, chromium
 
@@ -30,30 +31,19 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 WAIT_MS = 30_000
 
 
-def echo(req: RecordedRequest) -> Reply:
-    return Reply([Text("Echo: " + req.last_user_text)])
-
-
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
+def script() -> Script:
     bash = ToolUse("Bash", {"command": "echo hi > written.txt", "description": "Write a file"})
     rules = [
         Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
         Rule(name="after", tool_result="Bash", reply=Reply([Text("Done.")])),
     ]
-    with FakeAnthropic(Script(rules, fallback=echo)) as api:
-        yield api
+    return Script(rules, fallback=echo)
 
 
 @pytest.fixture
-def cenv(tmp_path: Path, fake: FakeAnthropic) -> ClaudeEnv:
-    return make_claude_env(tmp_path / "claude", fake.url, permission_mode="default", allow=(), max_retries=1)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
+def claude_options() -> dict[str, Any]:
+    return {"permission_mode": "default", "allow": (), "max_retries": 1}
 
 
 @pytest.fixture(scope="module")
