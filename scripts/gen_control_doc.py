@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerate the JSON Schemas section of docs/control-protocol.md from the wire models
-(control/wire.py). tests/test_control_doc.py fails when the doc is out of step."""
+(control/wire.py). tests/unit/control/test_control_doc.py fails when the doc is out of step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runs a `RemoteScreen` on this process's terminal, for tests/test_screen_pty.py.
+"""Runs a `RemoteScreen` on this process's terminal, for tests/unit/remote/test_screen_pty.py.
 
 `python -m tests.support.screen_driver FEED LOG`: FEED is a FIFO the test writes JSON lines to,
 each one thing for the screen: `{"envelopes": [...]}`, `{"partial": "..."}`, `{"permission":

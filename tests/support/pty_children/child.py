@@ -1,4 +1,4 @@
-"""A tiny stand-in for a TUI, run under the PTY by tests/test_pty_passthrough.py.
+"""A tiny stand-in for a TUI, run under the PTY by tests/unit/local/test_pty_passthrough.py.
 
 `child.py MODE [ARG]`; every mode puts its PTY in raw mode first (like a real TUI), so the bytes
 it reads and writes are exactly the bytes that crossed our pass-through layer. Handshake lines

@@ -1,0 +1,82 @@
+"""The real-Claude tests: every test here is marked `e2e`, and the fixtures they share.
+
+A file changes the fake API's rules by overriding `script`, Claude's settings by overriding
+`claude_options`; the rest is the same for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.claude_env import ClaudeEnv, make_claude_env
+from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
+from tests.support.happy_tui import HappyTui
+
+HERE = Path(__file__).parent
+UNSCRIPTED = "[fake_anthropic: unscripted request]"
+UNSCRIPTED_REPLY = Reply([Text(UNSCRIPTED)])  # a script's fallback when every request must meet a rule
+Launch = Callable[..., HappyTui]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def echo(req: RecordedRequest) -> Reply:
+    return Reply([Text("Echo: " + req.last_user_text)])
+
+
+@pytest.fixture
+def script() -> Script:
+    """The fake API's rules; a file overrides this fixture for its own (or adds rules in a test)."""
+    return Script(fallback=echo)
+
+
+@pytest.fixture
+def fake(script: Script) -> Iterator[FakeAnthropic]:
+    """The fake Messages API; with UNSCRIPTED_REPLY as the fallback, a request no rule answered fails."""
+    with FakeAnthropic(script) as api:
+        yield api
+        if script.fallback == UNSCRIPTED_REPLY:
+            unscripted = [r.last_user_text[:200] for r in api.requests if r.rule == "fallback"]
+            assert not unscripted, f"requests no rule answered: {unscripted}"
+
+
+@pytest.fixture
+def claude_options() -> dict[str, Any]:
+    """make_claude_env's keyword arguments; a file overrides this fixture for its own."""
+    return {}
+
+
+@pytest.fixture
+def cenv(tmp_path: Path, fake: FakeAnthropic, claude_options: dict[str, Any]) -> ClaudeEnv:
+    return make_claude_env(tmp_path / "claude", fake.url, **claude_options)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """HAPPY_HOME_DIR."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def launch(home: Path) -> Iterator[Launch]:
+    """`launch(cenv, args, **kw)` starts `happy claude` under a PTY; every one is torn down at the end."""
+    started: list[HappyTui] = []
+
+    def _launch(cenv: ClaudeEnv, args: tuple[str, ...] = (), **kw: Any) -> HappyTui:
+        tui = HappyTui(cenv, home, args, **kw)
+        started.append(tui)
+        return tui
+
+    yield _launch
+    for tui in started:
+        tui.kill()

@@ -1,0 +1,205 @@
+"""Inbound messages, exactly once (session/inbound.py, the commit point, the mirror, the queue's
+wait for a prompt to be taken, and the session's restart): fast units with the real store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio import wait_all_tasks_blocked
+
+from happy_launcher.claude.mapper import Mapper
+from happy_launcher.claude.queue import OrderedQueue, PromptSent, Taken
+from happy_launcher.claude.sdk_items import TurnResult
+from happy_launcher.errors import StoreFullError
+from happy_launcher.protocol import SequentialIds
+from happy_launcher.session.commit import CommitPoint
+from happy_launcher.session.core import Session
+from happy_launcher.session.inbound import InboundLedger, accept, pending_prompts
+from happy_launcher.session.mirror import Mirror
+from happy_launcher.store.resume import Delivered
+from happy_launcher.store.sessions import SessionStore
+from tests.support.records import assistant, text, user
+from tests.unit.claude.test_queue import Recorder, record
+from tests.unit.store.test_store import fill_disk, free_disk
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SessionStore]:
+    with SessionStore.open(tmp_path / "home") as s:
+        s.create_session("s1", cwd="/w", started_at=1)
+        yield s
+
+
+def mirror_on(store: SessionStore, ledger: InboundLedger) -> tuple[Mirror, CommitPoint]:
+    commit = CommitPoint(store, "s1", delivered=ledger.drain)
+    return Mirror(Mapper(SequentialIds()), commit, clock=lambda: 7, seen=set(), inbound=ledger), commit
+
+
+def test_accept_stores_once_and_acknowledges_a_repeat_with_the_first(store: SessionStore) -> None:
+    first = accept(store, "s1", "m1", "hello", 5, "p-1")
+    again = accept(store, "s1", "m1", "hello (retried)", 6, "p-2")
+    other = accept(store, "s1", "m2", "next", 7, "p-3")
+    assert (first.message_seq, first.duplicate) == (1, False)
+    assert (again.message_seq, again.duplicate) == (1, True)
+    assert other.message_seq == 2
+    assert [(p.seq, p.message_id, p.text, p.uuid) for p in pending_prompts(store, "s1")] == [
+        (1, "m1", "hello", "p-1"),
+        (2, "m2", "next", "p-3"),
+    ]
+
+
+def test_an_unreadable_body_is_reported_and_left_pending(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.append_inbound("s1", "bad", 1, b"\xff not json")
+    store.append_inbound("s1", "odd", 2, b'{"text": 3}')
+    accept(store, "s1", "good", "fine", 3, "p-1")
+    with caplog.at_level(logging.ERROR):
+        assert [p.message_id for p in pending_prompts(store, "s1")] == ["good"]
+    assert "bad cannot be read" in caplog.text and "odd cannot be read" in caplog.text
+    assert len(store.pending_inbound("s1")) == 3  # nothing lost
+
+
+def test_the_prompt_taken_is_marked_delivered_in_the_batch_of_its_user_text(store: SessionStore) -> None:
+    ledger = InboundLedger()
+    accepted = accept(store, "s1", "m1", "hi", 1, "p-1")
+    ledger.expect("p-1", accepted.message_seq)
+    mirror, _ = mirror_on(store, ledger)
+    mirror.prompt_sent("hi", "p-1", taken=True)
+    assert store.pending_inbound("s1") == []
+    assert [env.ev.t for _, env in store.envelopes("s1")] == ["text", "turn-start"]
+    assert store.processed_keys("s1") == {"p-1"}
+
+
+def test_a_late_prompt_is_marked_when_its_record_comes_with_no_second_user_text(
+    store: SessionStore,
+) -> None:
+    ledger = InboundLedger()
+    ledger.expect("p-1", accept(store, "s1", "m1", "hi", 1, "p-1").message_seq)
+    mirror, _ = mirror_on(store, ledger)
+    mirror.prompt_sent("hi", "p-1", taken=False)
+    assert len(store.pending_inbound("s1")) == 1  # committed, not known to be taken
+    mirror.deliver([user("hi", uuid="p-1")])  # the transcript's copy: skipped, but it tells
+    assert store.pending_inbound("s1") == []
+    mirror.prompt_sent("hi", "p-1")  # sent again after a restart: no second user text
+    assert [env.ev.t for _, env in store.envelopes("s1")] == ["text", "turn-start", "turn-end", "turn-start"]
+
+
+def test_a_store_failure_commits_neither_the_envelopes_nor_the_delivery(store: SessionStore) -> None:
+    ledger = InboundLedger()
+    ledger.expect("p-1", accept(store, "s1", "m1", "x" * 20_000, 1, "p-1").message_seq)
+    mirror, commit = mirror_on(store, ledger)
+    fill_disk(store)
+    mirror.prompt_sent("x" * 20_000, "p-1")
+    assert store.envelopes("s1") == [] and len(store.pending_inbound("s1")) == 1
+    assert commit.stats.backlog > 0
+    free_disk(store)
+    commit.write([])  # a chance to retry the backlog
+    assert [env.ev.t for _, env in store.envelopes("s1")] == ["text", "turn-start"]
+    assert store.pending_inbound("s1") == []
+
+
+def test_the_store_marks_a_delivery_only_with_its_batch(store: SessionStore) -> None:
+    seq, _ = store.append_inbound("s1", "m1", 1, b"{}")
+    fill_disk(store)
+    with pytest.raises(StoreFullError):
+        store.append_envelopes("s1", [], ["k" * 20_000] * 3, delivered=[Delivered(seq, 9)])
+    assert len(store.pending_inbound("s1")) == 1
+    free_disk(store)
+    store.append_envelopes("s1", [], ["k"], delivered=[Delivered(seq, 9)])
+    store.append_envelopes("s1", [], ["k2"], delivered=[Delivered(seq, 99)])  # taken again: kept
+    assert store.pending_inbound("s1") == []
+    assert store._conn is not None
+    assert store._conn.execute("SELECT delivered_at FROM inbound").fetchall() == [(9,)]
+
+
+class Gate:
+    """A prompt's wait, settled by the test."""
+
+    def __init__(self) -> None:
+        self.waiting = anyio.Event()
+        self.outcome: Taken | None = None
+        self._settled = anyio.Event()
+
+    async def __call__(self) -> Taken:
+        self.waiting.set()
+        await self._settled.wait()
+        assert self.outcome is not None
+        return self.outcome
+
+    def settle(self, outcome: Taken) -> None:
+        self.outcome = outcome
+        self._settled.set()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("outcome", "prompt"), [("taken", ("prompt", "go")), ("late", ("late prompt", "go")), ("skip", None)]
+)
+async def test_a_prompt_holds_back_what_is_queued_behind_it_until_it_is_taken(
+    outcome: Taken, prompt: tuple[str, str] | None
+) -> None:
+    target, queue, gate = Recorder(), OrderedQueue(), Gate()
+    queue.put(record(1))
+    queue.put(PromptSent("go", "p-1", taken=gate))
+    queue.put_all([record(2), TurnResult("completed")])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queue.run, target)
+        await gate.waiting.wait()
+        await wait_all_tasks_blocked()
+        assert target.calls == [("record", "u1")]  # the turn's items wait behind the prompt
+        gate.settle(outcome)
+        await queue.flushed()
+        queue.close()
+    after = [("record", "u2"), ("end", "completed")]
+    assert target.calls == [("record", "u1"), *([prompt] if prompt else []), *after]
+
+
+def test_a_resumed_session_expects_its_pending_prompts_and_marks_them_from_the_transcript(
+    tmp_path: Path,
+) -> None:
+    home, transcript = tmp_path / "home", tmp_path / "c-1.jsonl"
+    with Session(home, tmp_path) as first:
+        first.set_claude_session("c-1", "startup", transcript)
+        accepted = first.accept_inbound("m1", "while you were away")
+        assert first.accept_inbound("m1", "again").duplicate and first.has_pending()
+        [prompt] = first.pending_prompts()
+        happy_id = first.id
+    with Session(home, tmp_path) as second:
+        second.set_claude_session("c-1", "resume", transcript)
+        assert happy_id is not None and second.id == happy_id and second.has_pending()
+        # What Claude wrote before the first happy died: the prompt, taken, and its answer.
+        second.deliver([user(prompt.text, uuid=prompt.uuid), assistant(text("ok"), stop_reason="end_turn")])
+        assert not second.has_pending()
+        with SessionStore.open(home) as store:
+            [(_, env)] = [(s, e) for s, e in store.envelopes(happy_id) if e.role == "user"]
+    assert accepted.message_seq == prompt.seq and env.claudeUuid == prompt.uuid
+
+
+def test_a_message_before_claude_names_its_session_binds_a_new_session(tmp_path: Path) -> None:
+    with Session(tmp_path / "home", tmp_path) as session:
+        assert session.id is None and not session.has_pending()
+        session.accept_inbound("m1", "early")
+        assert session.id is not None and session.has_pending()
+
+
+def test_history_starts_where_the_session_first_mirrored_a_file(tmp_path: Path) -> None:
+    home, main, sub = tmp_path / "home", tmp_path / "c-1.jsonl", tmp_path / "c-1" / "subagents" / "a.jsonl"
+    with Session(home, tmp_path) as first:
+        assert first.history_sizes({main: 100}) == {main: 100}  # not bound yet: remembered
+        first.set_claude_session("c-1", "resume", main)
+        assert first.history_sizes({main: 150, sub: 10}) == {main: 150, sub: 10}  # a new session: now
+    with Session(home, tmp_path) as second:
+        second.set_claude_session("c-1", "resume", main)
+        assert second.history_sizes({main: 300, sub: 40}) == {main: 100, sub: 10}  # where it began
+    with Session(home, tmp_path) as fresh:
+        fresh.set_claude_session("c-2", "startup", tmp_path / "c-2.jsonl")
+    with Session(home, tmp_path) as again:
+        again.set_claude_session("c-2", "resume", tmp_path / "c-2.jsonl")
+        assert again.history_sizes({tmp_path / "c-2.jsonl": 500}) == {}  # all of it is the session's

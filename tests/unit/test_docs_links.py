@@ -1,0 +1,25 @@
+"""The README and docs/ stand on their own: every link and path they give stays inside the
+repository and exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_no_link_or_path_points_outside_the_repository() -> None:
+    for doc in DOCS:
+        text = doc.read_text()
+        assert "../" not in text, f"{doc.name}: a path outside the repository"
+        for target in LINK.findall(text):
+            if not target.startswith(("http://", "https://", "mailto:")):
+                assert (doc.parent / target).resolve().is_relative_to(ROOT), f"{doc.name}: {target}"
+                assert (doc.parent / target).exists(), f"{doc.name}: {target} does not exist"
+
+
+def test_the_readme_says_happy_runs_on_linux() -> None:
+    assert "happy runs on **Linux**" in (ROOT / "README.md").read_text()
