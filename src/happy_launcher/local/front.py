@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,12 +24,18 @@ from happy_launcher.session.launcher import Run
 from happy_launcher.session.ports import ControlRefused, Mode
 
 if TYPE_CHECKING:
-    from happy_launcher.local.pty_session import PtySession
+    from happy_launcher.local.pty_session import Pty
 
 _log = logging.getLogger(__name__)
 ESC = b"\x1b"
-INTERRUPT_WAIT = 5.0  # for the interrupt record after Esc (measured 173-396 ms)
-TERM_WAIT = 3.0  # for Claude to exit on SIGTERM (measured 310-530 ms), then it is killed
+
+
+@dataclass(frozen=True, slots=True)
+class StopWaits:
+    """How long a switch waits, in seconds (tests make them tiny)."""
+
+    interrupt: float = 5.0  # for the interrupt record after Esc (measured 173-396 ms)
+    term: float = 3.0  # for Claude to exit on SIGTERM (measured 310-530 ms), then it is killed
 
 
 def turn_open(ref: Run) -> bool:
@@ -56,10 +63,11 @@ class LocalFront(_Local):
     """Serves switch, abort and inject requests for one run of the TUI (`serve(pty)` beside it);
     `screen` follows the TUI's output (for inject mode)."""
 
-    def __init__(self, ref: Run, screen: TuiScreen) -> None:
+    def __init__(self, ref: Run, screen: TuiScreen, *, waits: StopWaits = StopWaits()) -> None:
         super().__init__(ref)
         self._switch = anyio.Event()
-        self._pty: PtySession | None = None
+        self._pty: Pty | None = None
+        self._waits = waits
         self._injector = Injector(ref, screen)
         self.switched = False  # the TUI was stopped for a switch (not by the user)
 
@@ -87,7 +95,7 @@ class LocalFront(_Local):
         if self._pty is not None and self.busy:
             self._pty.write_input(ESC)
 
-    async def serve(self, pty: PtySession) -> None:
+    async def serve(self, pty: Pty) -> None:
         """Until Claude exits: on a switch request, stop it as described above. Messages that
         wait for Claude (sent while happy was down, or during a switch) ask for one at once."""
         self._pty = pty
@@ -106,14 +114,14 @@ class LocalFront(_Local):
         finally:
             detach()
 
-    async def _stop_for_switch(self, pty: PtySession) -> None:
+    async def _stop_for_switch(self, pty: Pty) -> None:
         if self.busy:
             pty.write_input(ESC)
-            if not await self._turn_ended(INTERRUPT_WAIT):
-                _log.warning("Claude did not end the interrupted turn within %s s", INTERRUPT_WAIT)
+            if not await self._turn_ended(self._waits.interrupt):
+                _log.warning("Claude did not end the interrupted turn within %s s", self._waits.interrupt)
         self.switched = True
         pty.send_signal(signal.SIGTERM)
-        if not await pty.wait_exit(TERM_WAIT):
+        if not await pty.wait_exit(self._waits.term):
             await pty.stop()
 
     async def _turn_ended(self, seconds: float) -> bool:

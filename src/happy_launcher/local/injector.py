@@ -9,7 +9,7 @@ switching-facts §4 and design (c)). For each message, in order:
    never sent to an empty box: with a stash held, it would restore it into the prompt.
 4. Type the text (`tui_input.typing_chunks`), then Enter on its own.
 5. Confirmed by the UserPromptSubmit hook carrying the text (it fires at once, also when the
-   prompt is queued behind a running turn) within `CONFIRM_WAIT`; else a service envelope says
+   prompt is queued behind a running turn) within `InjectWaits.confirm`; else a service envelope says
    the message was not delivered (it stays stored and undelivered; it is not typed again in this
    run, since it may be in the box). The client's send reply came when the message was stored.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -39,20 +40,28 @@ from happy_launcher.session.inbound import InboundPrompt, prompt_key
 from happy_launcher.session.launcher import Run
 
 if TYPE_CHECKING:
-    from happy_launcher.local.pty_session import PtySession
+    from happy_launcher.local.pty_session import Pty
 
 _log = logging.getLogger(__name__)
-POLL = 0.03  # seconds between looks at the screen while waiting on it
-CONFIRM_WAIT = 5.0  # for UserPromptSubmit after Enter (measured 15-135 ms)
-BOX_WAIT = 2.0  # for the box to change: redrawn, stashed, the draft back
+
+
+@dataclass(frozen=True, slots=True)
+class InjectWaits:
+    """The injection's pace and patience, in seconds (tests make them tiny)."""
+
+    poll: float = 0.03  # between looks at the screen while waiting on it
+    chunk_gap: float = CHUNK_GAP  # between the writes that type a message
+    confirm: float = 5.0  # for UserPromptSubmit after Enter (measured 15-135 ms)
+    box: float = 2.0  # for the box to change: redrawn, stashed, the draft back
 
 
 class Injector:
     """Types messages into one run of the TUI, one at a time (`run` beside the TUI)."""
 
-    def __init__(self, ref: Run, screen: TuiScreen) -> None:
+    def __init__(self, ref: Run, screen: TuiScreen, *, waits: InjectWaits = InjectWaits()) -> None:
         self._ref = ref
         self._screen = screen
+        self._waits = waits
         self._send, self._receive = anyio.create_memory_object_stream[InboundPrompt](1000)
         self._queued: set[int] = set()  # seqs taken in hand in this run (never typed twice)
         self._awaited: tuple[str, anyio.Event] | None = None  # the prompt key UserPromptSubmit should bring
@@ -67,7 +76,7 @@ class Injector:
         if self._awaited is not None and self._awaited[0] == prompt_key(prompt):
             self._awaited[1].set()
 
-    async def run(self, pty: PtySession) -> None:
+    async def run(self, pty: Pty) -> None:
         async for prompt in self._receive:
             session = self._ref.get()
             if all(p.seq != prompt.seq for p in session.pending_prompts()):
@@ -82,7 +91,7 @@ class Injector:
                 _log.warning("%s", text)
                 session.mirror.notice(text)
 
-    async def _inject(self, pty: PtySession, prompt: InboundPrompt) -> str | None:
+    async def _inject(self, pty: Pty, prompt: InboundPrompt) -> str | None:
         """Type one message; None once Claude took it, else what went wrong."""
         rows, cols = pty.size()
         self._screen.start(rows, cols)
@@ -103,10 +112,10 @@ class Injector:
         finally:
             self._screen.stop()
 
-    async def _type(self, pty: PtySession, prompt: InboundPrompt, draft: str) -> str | None:
+    async def _type(self, pty: Pty, prompt: InboundPrompt, draft: str) -> str | None:
         if draft:
             pty.write_input(STASH)
-            if not await self._until(pty, lambda lines: box_text(lines) == "", BOX_WAIT):
+            if not await self._until(pty, lambda lines: box_text(lines) == "", self._waits.box):
                 return "the user's draft could not be stashed (Ctrl-S)"
         ledger = self._ref.get().inbound
         ledger.expect_text(prompt.text, prompt.seq)
@@ -115,37 +124,37 @@ class Injector:
         try:
             for chunk in typing_chunks(prompt.text):
                 pty.write_input(chunk)
-                await anyio.sleep(CHUNK_GAP)
+                await anyio.sleep(self._waits.chunk_gap)
             pty.write_input(ENTER)
-            with anyio.move_on_after(CONFIRM_WAIT):
+            with anyio.move_on_after(self._waits.confirm):
                 await submitted.wait()
             confirmed = submitted.is_set()
         finally:
             self._awaited = None
         if draft:  # the user types on once the draft is back in the box
-            await self._until(pty, lambda lines: bool(box_text(lines)), BOX_WAIT)
+            await self._until(pty, lambda lines: bool(box_text(lines)), self._waits.box)
         if confirmed:
             return None
         ledger.forget_text(prompt.seq)
-        return f"Claude did not take it as a prompt within {CONFIRM_WAIT:.0f} s"
+        return f"Claude did not take it as a prompt within {self._waits.confirm:g} s"
 
-    async def _redraw(self, pty: PtySession, rows: int, cols: int) -> bool:
+    async def _redraw(self, pty: Pty, rows: int, cols: int) -> bool:
         """Have Claude draw its screen whole (it does on a size change): one column less, then
         back, each time until the box (or a dialog) shows."""
         pty.resize(rows, max(cols - 1, 1))
-        drawn = await self._until(pty, _drawn, BOX_WAIT)
+        drawn = await self._until(pty, _drawn, self._waits.box)
         pty.resize(rows, cols)
-        return await self._until(pty, _drawn, BOX_WAIT) or drawn
+        return await self._until(pty, _drawn, self._waits.box) or drawn
 
-    async def _until(self, pty: PtySession, cond: Callable[[list[str]], bool], seconds: float | None) -> bool:
+    async def _until(self, pty: Pty, cond: Callable[[list[str]], bool], seconds: float | None) -> bool:
         with anyio.move_on_after(seconds if seconds is not None else float("inf")):
             # Polled: the screen's bytes come from the pump thread, and are emulated in batches.
             while not cond(self._lines(pty)):  # noqa: ASYNC110
-                await anyio.sleep(POLL)
+                await anyio.sleep(self._waits.poll)
             return True
         return False
 
-    def _lines(self, pty: PtySession) -> list[str]:
+    def _lines(self, pty: Pty) -> list[str]:
         rows, cols = pty.size()
         return self._screen.lines(rows, cols)
 

@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -27,6 +28,27 @@ from happy_launcher.terminal.guard import TermAttrs, terminal_size
 
 _log = logging.getLogger(__name__)
 _DRAIN_TIMEOUT = 1.0  # pause_input(): longest wait for the pump to write out the child's output
+
+
+class Pty(Protocol):
+    """What the TUI's front and the injector need of the PTY they drive: `PtySession`, or the
+    fake beside it (`local/fake_pty.py`). The methods are `PtySession`'s."""
+
+    def write_input(self, data: bytes) -> None: ...
+
+    def resize(self, rows: int, cols: int) -> None: ...
+
+    def size(self) -> tuple[int, int]: ...
+
+    def send_signal(self, sig: int, *, foreground_group: bool = False) -> None: ...
+
+    async def pause_input(self) -> None: ...
+
+    def resume_input(self) -> None: ...
+
+    async def wait_exit(self, seconds: float) -> bool: ...
+
+    async def stop(self, grace: float = 3.0) -> None: ...
 
 
 class PtySession:

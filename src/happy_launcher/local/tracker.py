@@ -16,7 +16,7 @@ from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import SAFETY_POLL, TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.tail import LineTail
-from happy_launcher.claude.watch import make_watcher
+from happy_launcher.claude.watch import Watcher, make_watcher
 from happy_launcher.local.hooks import HookEvent, parse_hook_line
 from happy_launcher.local.launch import Launch
 from happy_launcher.session.config import RunConfig
@@ -39,11 +39,14 @@ class LocalTracker:
         *,
         existing: ExistingFiles,
         session: Session,
+        watchers: Callable[[], Watcher] = make_watcher,
     ) -> None:
+        """`watchers` makes each of its watchers (transcripts, hook events, a picked session)."""
         self._cfg = cfg
         self._existing = existing  # taken before Claude was spawned
         self._session = session
-        self._watcher = make_watcher()
+        self._watchers = watchers
+        self._watcher = watchers()
         self.scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), self._watcher)
         self._hooks = LineTail(hook_events) if hook_events is not None else None
         self._replay_existing = cfg.args.options.replay_existing
@@ -126,7 +129,7 @@ class LocalTracker:
         self._session.deliver(batch)
 
     async def _watch_hooks(self, hooks: LineTail) -> None:
-        watcher = make_watcher()
+        watcher = self._watchers()
         try:
             while True:
                 self._read_hooks()
@@ -137,7 +140,7 @@ class LocalTracker:
 
     async def _watch_picked(self) -> None:
         project = self._existing.project
-        watcher = make_watcher()
+        watcher = self._watchers()
         try:
             while not self._find_picked():
                 if project is not None:

@@ -10,6 +10,7 @@ import anyio.lowlevel
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from happy_launcher.claude.fake_watch import FakeWatcher
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
@@ -96,3 +97,25 @@ async def test_a_large_backlog_goes_in_bounded_batches_with_the_loop_free_betwee
     assert max(sizes) <= budget + 1100  # + the line that straddles the budget
     batches = [i for i, e in enumerate(events) if e == "batch"]
     assert all("other" in events[a:b] for a, b in itertools.pairwise(batches))
+
+
+async def test_a_wake_up_reads_what_the_watcher_says_changed_a_plain_one_all(tmp_path: Path) -> None:
+    first, second = tmp_path / "proj" / "s1.jsonl", tmp_path / "proj" / "s2.jsonl"
+    write_jsonl(first, [user("u0", "hi")])
+    watcher = FakeWatcher()
+    scanner = TranscriptScanner(SessionFiles(), watcher)
+    scanner.add_main(first)
+    scanner.add_main(second)
+    send, receive = anyio.create_memory_object_stream[list[Record]](100)
+    async with anyio.create_task_group() as tg:
+        await tg.start(scanner.run, send.send)
+        assert await next_uuids(receive, 1) == ["u0"]  # added: read whole
+        assert {tmp_path / "proj", first.with_suffix("")} <= watcher.watched
+        write_jsonl(first, [assistant("a1")], append=True)
+        write_jsonl(second, [user("u2", "other")])
+        watcher.change(first)
+        assert await next_uuids(receive, 1) == ["a1"]  # the other file is not looked at
+        watcher.wake()
+        assert await next_uuids(receive, 1) == ["u2"]
+        tg.cancel_scope.cancel()
+    assert watcher.watched == set()  # cancelled: the final reads wait for nothing
