@@ -4,9 +4,8 @@ TuiScreen. Waits are tiny; every step is awaited on what the fake saw, with a bo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import anyio
 import anyio.lowlevel
@@ -70,14 +69,6 @@ class Notices:
         self.texts += [e.ev.text for e in envelopes if isinstance(e.ev, ServiceEv)]
         if self.texts:
             self.came.set()
-
-
-@pytest.fixture
-async def ref(tmp_path: Path) -> AsyncIterator[Run]:
-    ref = Run(tmp_path / "home", tmp_path)
-    ref.get().set_claude_session("c-1", "startup", None)
-    yield ref
-    ref.end("completed")
 
 
 async def inject(ref: Run, injector: Injector, text: str, message_id: str = "m-1") -> None:

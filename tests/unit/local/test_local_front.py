@@ -5,8 +5,6 @@ out), SIGTERM at once when idle; killed when SIGTERM does not end it."""
 from __future__ import annotations
 
 import signal
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import anyio
 import anyio.lowlevel
@@ -22,14 +20,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 BOUND = 2.0  # seconds: far above what any step takes; a hang fails the test instead
 NEVER = 60.0  # a wait that must not run out in the test
-
-
-@pytest.fixture
-async def ref(tmp_path: Path) -> AsyncIterator[Run]:
-    ref = Run(tmp_path / "home", tmp_path)
-    ref.get().set_claude_session("c-1", "startup", None)
-    yield ref
-    ref.end("completed")
 
 
 def open_turn(ref: Run) -> None:
