@@ -36,6 +36,7 @@ from happy_launcher.session.config import RunConfig
 from happy_launcher.session.core import Session
 from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
 from happy_launcher.session.permissions import DEFAULT_TIMEOUT, PermissionBroker
+from happy_launcher.terminal.plain_text import visible
 
 if TYPE_CHECKING:
     from happy_launcher.remote.screen_link import ScreenLink
@@ -260,6 +261,6 @@ def _print(envelope: Envelope) -> bool:
     if ev.t == "text" and envelope.role == "agent" and envelope.subagent is None and not ev.thinking:
         sys.stdout.write(ev.text + "\n")
         sys.stdout.flush()
-    elif ev.t == "service":
-        sys.stderr.write(f"happy: {ev.text}\n")
+    elif ev.t == "service":  # a note can quote the model or a tool: its escapes are shown, not obeyed
+        sys.stderr.write(f"happy: {visible(ev.text)}\n")
     return ev.t == "turn-end" and ev.status == "failed"

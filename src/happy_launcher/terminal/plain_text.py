@@ -3,16 +3,18 @@
 Every rich output of happy (`happy watch`, the remote-mode screen) builds its lines here: a rich
 string is markup (`[/]` raises, `[red]` styles), so such text only ever enters rich as a `Text`;
 and a terminal obeys its escape sequences (colours, cursor moves, a new window title), so their
-control characters are shown as symbols instead.
+control characters are shown as symbols instead. rich loads only with the first rich line:
+`visible` alone serves plain stderr lines too (remote mode without a terminal).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 # C0 but tab and newline, DEL, C1.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -33,10 +35,14 @@ def _stand_in(match: re.Match[str]) -> str:
 
 def as_text(text: str, style: str = "") -> Text:
     """Untrusted `text` as a rich `Text`: never parsed as markup, control characters visible."""
+    from rich.text import Text
+
     return Text(visible(text), style=style)
 
 
 def plain_console(**options: Any) -> Console:
     """A Console that reads no markup, emoji codes or highlights in what it prints: even a plain
     string given to it by mistake is shown as written."""
+    from rich.console import Console
+
     return Console(markup=False, emoji=False, highlight=False, **options)
