@@ -23,3 +23,15 @@ def test_no_link_or_path_points_outside_the_repository() -> None:
 
 def test_the_readme_says_happy_runs_on_linux() -> None:
     assert "happy runs on **Linux**" in (ROOT / "README.md").read_text()
+
+
+# A file the docs name in code spans: a test, a script, a module (under src/happy_launcher/).
+NAMED_FILE = re.compile(r"`((?:tests|scripts|src|docs)/[\w/.-]+\.\w+|[a-z_]+/[a-z_]+\.py)(?:::\w+)?`")
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    """Moves and renames leave no stale path behind (tests, scripts, modules, docs)."""
+    for doc in DOCS:
+        for named in NAMED_FILE.findall(doc.read_text()):
+            found = (ROOT / named).exists() or (ROOT / "src" / "happy_launcher" / named).exists()
+            assert found, f"{doc.name} names {named}, which does not exist"
