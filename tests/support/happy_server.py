@@ -72,3 +72,14 @@ def start(dest: Path, data: Path) -> HappyServer:
 
 def stop(server: HappyServer) -> None:
     subprocess.run([peers_dir() / "stop", str(server.pid)], timeout=30, check=False)
+
+
+def agent(dest: Path, server: HappyServer, home: Path, *args: str) -> str:
+    """Run Happy's own client, happy-agent, as the account whose agent.key is in `home`; its stdout."""
+    env = {**os.environ, "HAPPY_SERVER_URL": server.url, "HAPPY_HOME_DIR": str(home)}
+    done = subprocess.run(
+        [peers_dir() / "agent", dest, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"happy-agent {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
