@@ -13,7 +13,9 @@ from happy_launcher.cli.errors import fail
 from happy_launcher.errors import HappyError
 from happy_launcher.home.dirs import happy_home
 
-auth_app = typer.Typer(help="Log in to Happy's server (the relay to the Happy app), as Happy's CLI does.")
+auth_app = typer.Typer(
+    help="Log in to Happy's server (the relay to the Happy app), as Happy's CLI does.", no_args_is_help=True
+)
 
 CANCELLED = 130  # Ctrl-C, as a shell reports SIGINT
 NOT_LOGGED_IN = 1
