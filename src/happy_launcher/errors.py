@@ -128,3 +128,22 @@ def unwrapped() -> Iterator[None]:
         if inner is group:
             raise
         raise inner from None
+
+
+class HappyServerError(HappyError):
+    """Happy's server (the relay to the Happy app) could not be reached, or refused a request."""
+
+    exit_code = 3
+
+
+class PairingError(HappyError):
+    """`happy auth login` ended without credentials: not approved in time, or an answer that does
+    not open with this terminal's key."""
+
+
+class CredentialsError(HappyError):
+    """access.key or settings.json under HAPPY_HOME_DIR cannot be read or written."""
+
+
+class DecryptError(HappyError):
+    """A payload does not open with the key at hand: wrong key, wrong variant, or damaged."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
 from tests.support.happy_tui import HappyTui
@@ -80,3 +81,17 @@ def launch(home: Path) -> Iterator[Launch]:
     yield _launch
     for tui in started:
         tui.kill()
+
+
+@pytest.fixture(scope="session")
+def happy_peer() -> Path:
+    """Happy's real server, built once per test run (about a minute cold, at once when cached)."""
+    return peer.build()
+
+
+@pytest.fixture(scope="module")
+def happy_server(happy_peer: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[peer.HappyServer]:
+    """A real Happy server on a free 127.0.0.1 port, its data in a fresh directory, per test module."""
+    server = peer.start(happy_peer, tmp_path_factory.mktemp("happy-server"))
+    yield server
+    peer.stop(server)

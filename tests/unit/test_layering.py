@@ -22,7 +22,7 @@ LEVELS: list[set[str]] = [
     {"control"},
     {"local", "remote"},
     {"runner"},
-    {"api", "web"},
+    {"api", "web", "bridge"},
     {"cli"},
     {"__init__", "__main__"},
 ]

@@ -145,3 +145,12 @@ def _register_web() -> None:
 
 
 _register_web()
+
+
+def _register_auth() -> None:
+    from happy_launcher.cli.auth_cmds import auth_app
+
+    app.add_typer(auth_app, name="auth")
+
+
+_register_auth()

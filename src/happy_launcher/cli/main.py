@@ -12,6 +12,7 @@ VERBS = frozenset(
     {"replay", "protocol", "--help", "-h", "--version", "help"}
     | {"sessions", "send", "watch", "switch", "abort", "approve", "deny"}  # the control verbs
     | {"web"}
+    | {"auth"}  # Happy's server; Claude's own `auth` stays reachable as `happy claude auth`
 )
 
 
