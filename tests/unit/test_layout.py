@@ -10,11 +10,12 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# What a test starts Claude or Chromium with (making a ClaudeEnv only writes its directories).
+# What a test starts Claude, Chromium or Happy's server with (a ClaudeEnv only writes its directories).
 STARTERS = {
     "tests.support.happy_tui": {"HappyTui"},
     "tests.support.claude_env": {"find_claude_binary", "claude_version"},
     "tests.support.web": {"chromium"},
+    "tests.support.happy_server": {"build", "start", "agent"},
     "claude_agent_sdk": {"ClaudeSDKClient", "query"},
 }
 

@@ -9,9 +9,7 @@ access.key is JSON, two-space indented, one of
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any, Literal
 
 from happy_launcher.bridge.crypto import b64, unb64
 from happy_launcher.errors import CredentialsError
-from happy_launcher.home.dirs import ensure_home
+from happy_launcher.home.files import write_private
 
 ACCESS_KEY = "access.key"
 SETTINGS = "settings.json"
@@ -80,7 +78,7 @@ def read_credentials(home: Path) -> Credentials | None:
 
 
 def write_credentials(home: Path, credentials: Credentials) -> None:
-    write_private(home / ACCESS_KEY, credentials.to_json())
+    _write(home / ACCESS_KEY, credentials.to_json())
 
 
 def remove_credentials(home: Path) -> bool:
@@ -104,7 +102,7 @@ def new_machine_id(home: Path) -> str:
     settings = _read_settings(home)
     settings.setdefault("schemaVersion", SETTINGS_SCHEMA)
     settings["machineId"] = str(uuid.uuid4())
-    write_private(home / SETTINGS, json.dumps(settings, indent=2).encode())
+    _write(home / SETTINGS, json.dumps(settings, indent=2).encode())
     return str(settings["machineId"])
 
 
@@ -120,19 +118,8 @@ def _read_settings(home: Path) -> dict[str, Any]:
     return settings
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically: a 0600 file written, synced, then renamed over it."""
-    ensure_home(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _write(path: Path, data: bytes) -> None:
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), 0o600)  # a leftover tmp file keeps its old mode through O_TRUNC
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        tmp.replace(path)
+        write_private(path, data, durable=True)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise CredentialsError(f"cannot write {path}: {exc.strerror}") from None

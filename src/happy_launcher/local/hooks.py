@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from happy_launcher.errors import InputFileError, UsageError
+from happy_launcher.home.files import write_private
 
 __all__ = [
     "HOOK_TIMEOUT_S",
@@ -99,7 +100,7 @@ class HookChannel:
         self._closed = False
         try:
             self.events_path = self.dir / self.EVENTS_NAME
-            _write_private(self.events_path, b"")
+            write_private(self.events_path, b"")
             self.command = hook_command(self.events_path)
         except BaseException:
             self.close()
@@ -121,7 +122,7 @@ class HookChannel:
         permission = None
         if control_socket is not None:
             script = self.dir / self.PERMISSION_HOOK_NAME
-            _write_private(script, _PERMISSION_HOOK.read_bytes())
+            write_private(script, _PERMISSION_HOOK.read_bytes())
             permission = permission_hook_command(script, control_socket)
         text = build_settings_overlay(
             user_settings,
@@ -137,7 +138,7 @@ class HookChannel:
             path = self._kept_dir / f"{self.dir.name}.json"
             users = build_settings_overlay(user_settings, None, cwd=cwd)
             self._detached = (path, users.encode())
-        _write_private(path, text.encode())
+        write_private(path, text.encode())
         return path
 
     def close(self) -> None:
@@ -147,7 +148,7 @@ class HookChannel:
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._detached is not None:
             with contextlib.suppress(OSError):  # a full disk: the hooks left in it do nothing
-                _write_private(*self._detached)
+                write_private(*self._detached)
 
     def __enter__(self) -> Self:
         return self
@@ -156,16 +157,6 @@ class HookChannel:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (replacing it) with mode 0600 whatever the umask."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 def _load_user_settings(user_settings: str, cwd: Path) -> tuple[dict[str, Any], str]:

@@ -27,7 +27,7 @@ from happy_launcher.errors import (
     RequestRefusedError,
     SessionEndedError,
 )
-from happy_launcher.web.devices import write_private
+from happy_launcher.home.files import write_private
 
 _log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ import orjson
 
 from happy_launcher.errors import StoreError, UsageError
 from happy_launcher.home.dirs import ensure_home
+from happy_launcher.home.files import write_private
 
 FILE_NAME = "devices.json"
 SEEN_EVERY_MS = 60_000  # last use is written at most this often per device
@@ -135,13 +136,3 @@ def _clean(name: str) -> str:
     """A device name as shown in listings: printable, one line, short."""
     printable = "".join(ch for ch in name if ch.isprintable()).strip()
     return printable[:60] or "device"
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically, 0600, in a private (0700) directory."""
-    ensure_home(path.parent)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    tmp.replace(path)

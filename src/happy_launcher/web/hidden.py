@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from happy_launcher.web.devices import write_private
+from happy_launcher.home.files import write_private
 
 _log = logging.getLogger(__name__)
 
