@@ -27,7 +27,11 @@ def run(argv: Sequence[str]) -> int:
         with unwrapped():  # a task group's error is reported as itself
             return _run(argv)
     except HappyError as error:
-        sys.stderr.write(f"happy: {error}\n")
+        # As every verb's errors (cli/errors.py, which loads typer: not on Claude's start path):
+        # the line can quote Claude or the session, so its control characters are shown.
+        from happy_launcher.terminal.plain_text import visible
+
+        sys.stderr.write(f"happy: {visible(str(error))}\n")
         return error.exit_code
 
 

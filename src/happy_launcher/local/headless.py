@@ -3,8 +3,9 @@ stdin, stdout and stderr, byte for byte as `claude` would, and the session is st
 
 No hook is installed (`-p --output-format stream-json --verbose` would print its events), so the
 session id must be known without one: it is pre-assigned for a fresh session or a fork, and is
-the resumed id for `--resume <uuid>`; for `--continue` and `--resume <title>` it is the
-transcript that Claude writes to, found against a listing of the project's transcripts taken
+the resumed id for `--resume <uuid>`, which is also what `--continue` and `--resume <title>`
+become when happy can tell Claude's pick before the spawn (`claude/picks.py`); otherwise it is
+the transcript that Claude writes to, found against a listing of the project's transcripts taken
 before the spawn.
 
 Claude is spawned before anything heavy is imported; the mirror (mapper, store: ~0.3 s of
