@@ -27,12 +27,14 @@ from happy_launcher.home.dirs import run_dir, settings_dir
 from happy_launcher.home.procs import is_alive, this_process
 from happy_launcher.protocol import Clock, Cuid2Ids, Envelope, IdFactory, TurnStatus, wall_clock_ms
 from happy_launcher.session.commit import CommitPoint, CommitStats
+from happy_launcher.session.continuity import unanswered_prompt
 from happy_launcher.session.events_output import EventsOutput
 from happy_launcher.session.inbound import (
     InboundLedger,
     InboundPrompt,
     accept,
     pending_prompts,
+    redeliver_unanswered,
 )
 from happy_launcher.session.mirror import Mirror
 from happy_launcher.session.ports import Accepted, CommitSubscriber, InputMode
@@ -108,7 +110,7 @@ class Session:
             return
         if self.id is None:
             earlier = self.store.latest_session_for_claude_id(claude_session_id)
-            self._bind(earlier if source in _CONTINUING and not self._replay else None)
+            self._bind(earlier if source in _CONTINUING and not self._replay else None, transcript)
         assert self.id is not None
         self.claude_session_id, self._claude_source = claude_session_id, source
         self.store.record_claude_session(
@@ -119,7 +121,7 @@ class Session:
             transcript_path=None if transcript is None else str(transcript),
         )
 
-    def _bind(self, earlier: SessionInfo | None) -> None:
+    def _bind(self, earlier: SessionInfo | None, transcript: Path | None = None) -> None:
         owner = this_process(os.getpid())
         state: MapperState | None = None
         seen: set[str] = set()
@@ -130,9 +132,11 @@ class Session:
             seen = self.store.processed_keys(earlier.id)
             self.store.reopen_session(earlier.id, owner=owner)
             self._adopted = True
+            if transcript is not None and (leaf := unanswered_prompt(transcript)) is not None:
+                redeliver_unanswered(self.store, earlier.id, leaf, str(uuid.uuid4()))
             for prompt in pending_prompts(self.store, earlier.id):  # what a tail may show taken
-                self.inbound.expect(prompt.uuid, prompt.seq)
-                if prompt.inject:  # typed by the last run, perhaps, just before it stopped
+                self.inbound.expect(prompt.uuid, prompt.seq, again=prompt.again)
+                if prompt.inject and not prompt.again:  # typed by the last run, perhaps, as it stopped
                     self.inbound.expect_text(prompt.text, prompt.seq)
         else:
             self.id = self._ids()

@@ -7,6 +7,9 @@
   into the same store transaction as the batch's envelopes, so a message is marked delivered
   iff its user text is committed, and only once its record is on Claude's transcript.
 - `pending_prompts` gives what is still to deliver, in order, after a restart.
+- Taken is not answered: a message whose prompt Claude wrote down and then died with happy
+  before replying (the conversation ends on it) is delivered again at the restart
+  (`redeliver_unanswered`), under a new uuid, its user text not shown twice.
 - An injected message (typed into the live TUI, `local/injector.py`) is sent under a uuid the
   TUI picks, so the ledger also knows it by its text: the first user prompt record with exactly
   that text, once the injection is armed, is its delivery.
@@ -20,8 +23,9 @@ from dataclasses import dataclass
 import orjson
 
 from happy_launcher.claude.records import Record, text_of
+from happy_launcher.session.continuity import LeafPrompt
 from happy_launcher.session.ports import Accepted, InputMode
-from happy_launcher.store.resume import Delivered
+from happy_launcher.store.resume import Delivered, InboundMessage
 from happy_launcher.store.sessions import SessionStore
 
 _log = logging.getLogger(__name__)
@@ -37,6 +41,7 @@ class InboundPrompt:
     text: str
     uuid: str
     inject: bool = False
+    again: bool = False  # taken once, never answered: its user text was already shown
 
 
 def accept(
@@ -63,31 +68,70 @@ def pending_prompts(store: SessionStore, happy_session_id: str) -> list[InboundP
     newer happy's, or damaged) is logged and left pending: never guessed at, never lost."""
     prompts = []
     for message in store.pending_inbound(happy_session_id):
-        try:
-            body = orjson.loads(message.body)
-        except orjson.JSONDecodeError:
-            body = None
-        text = body.get("text") if isinstance(body, dict) else None
-        prompt_uuid = body.get("uuid") if isinstance(body, dict) else None
-        if not isinstance(text, str) or not isinstance(prompt_uuid, str):
+        prompt = _read(message)
+        if prompt is None:
             _log.error("inbound message %s cannot be read: left undelivered", message.id)
             continue
-        inject = body.get("inject") is True if isinstance(body, dict) else False
-        prompts.append(InboundPrompt(message.seq, message.id, text, prompt_uuid, inject))
+        prompts.append(prompt)
     return prompts
+
+
+def redeliver_unanswered(
+    store: SessionStore, happy_session_id: str, leaf: LeafPrompt, prompt_uuid: str
+) -> bool:
+    """If the prompt a conversation ends on, unanswered, is a message of ours (Claude took it
+    and stopped before replying: happy and Claude were killed in between), that message is
+    pending again, to be sent under `prompt_uuid`, marked `again`: its user text is shown by
+    the old record. Messages are sent in order: it can only be the last one taken or the
+    first one still pending (whose record a restart's tail would mark taken). True if it was."""
+    last = store.last_delivered_inbound(happy_session_id)
+    pending = store.pending_inbound(happy_session_id)[:1]
+    for message in ([] if last is None else [last]) + pending:
+        taken = _read(message)
+        if taken is not None and _is_it(leaf, taken):
+            fields: dict[str, object] = {"text": taken.text, "uuid": prompt_uuid, "again": True}
+            if taken.inject:
+                fields["inject"] = True
+            store.redeliver_inbound(happy_session_id, taken.seq, orjson.dumps(fields))
+            return True
+    return False
+
+
+def _is_it(leaf: LeafPrompt, taken: InboundPrompt) -> bool:
+    """Sent under its uuid, or typed into the TUI (whose record has a uuid of the TUI's own)."""
+    return leaf.uuid == taken.uuid or (taken.inject and prompt_key(leaf.text) == prompt_key(taken.text))
+
+
+def _read(message: InboundMessage) -> InboundPrompt | None:
+    try:
+        body = orjson.loads(message.body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    text, prompt_uuid = body.get("text"), body.get("uuid")
+    if not isinstance(text, str) or not isinstance(prompt_uuid, str):
+        return None
+    inject, again = body.get("inject") is True, body.get("again") is True
+    return InboundPrompt(message.seq, message.id, text, prompt_uuid, inject, again=again)
 
 
 class InboundLedger:
     """Prompt uuids waiting to be taken by Claude (uuid -> inbound seq), and the deliveries
-    seen since the last commit. Sans-IO: the mirror feeds it, the commit point drains it."""
+    seen since the last commit. Sans-IO: the mirror feeds it, the commit point drains it.
+    A message delivered `again` (see `redeliver_unanswered`) had its user text shown the first
+    time: the mirror is told, so that it is not shown twice."""
 
     def __init__(self) -> None:
         self._expected: dict[str, int] = {}
         self._texts: dict[str, int] = {}  # injected prompts, by their text (see the module doc)
+        self._again: set[int] = set()
         self._taken: list[Delivered] = []
 
-    def expect(self, prompt_uuid: str, seq: int) -> None:
+    def expect(self, prompt_uuid: str, seq: int, *, again: bool = False) -> None:
         self._expected[prompt_uuid] = seq
+        if again:
+            self._again.add(seq)
 
     def expect_text(self, text: str, seq: int) -> None:
         """The message `seq` is being typed into the TUI: the next user prompt record with this
@@ -104,27 +148,36 @@ class InboundLedger:
         """Some prompt is expected (a cheap check before looking at each record)."""
         return bool(self._expected) or bool(self._texts)
 
-    def taken(self, key: str, now: int) -> None:
-        """Claude took the prompt with this uuid (its record is on disk), if it is one of ours."""
-        seq = self._expected.pop(key, None)
-        if seq is not None:
-            self._forget(seq)
-            self._taken.append(Delivered(seq, now))
+    def again(self, prompt_uuid: str) -> bool:
+        """The prompt with this uuid delivers a message again (its user text was shown)."""
+        return self._expected.get(prompt_uuid) in self._again
 
-    def seen(self, record: Record, key: str, now: int) -> None:
-        """A record with this key was read: ours by its uuid, or an armed injection's prompt."""
+    def taken(self, key: str, now: int) -> bool:
+        """Claude took the prompt with this uuid (its record is on disk), if it is one of ours.
+        True if it delivers a message again."""
+        seq = self._expected.pop(key, None)
+        return seq is not None and self._deliver(seq, now)
+
+    def seen(self, record: Record, key: str, now: int, *, fresh: bool) -> bool:
+        """A record with this key was read: ours by its uuid, or an armed injection's prompt
+        (only a `fresh` record, not one mapped before: a restart reads the old ones again).
+        True if it delivers a message again."""
         if key in self._expected:
-            self.taken(key, now)
-            return
-        if self._texts and record.kind == "user" and not record.is_sidechain:
+            return self.taken(key, now)
+        if fresh and self._texts and record.kind == "user" and not record.is_sidechain:
             seq = self._texts.pop(prompt_key(text_of(record.content)), None)
             if seq is not None:
-                self._forget(seq)
-                self._taken.append(Delivered(seq, now))
+                return self._deliver(seq, now)
+        return False
 
-    def _forget(self, seq: int) -> None:
+    def _deliver(self, seq: int, now: int) -> bool:
         self._expected = {key: s for key, s in self._expected.items() if s != seq}
         self.forget_text(seq)
+        self._taken.append(Delivered(seq, now))
+        if seq in self._again:
+            self._again.discard(seq)
+            return True
+        return False
 
     @property
     def ready(self) -> bool:

@@ -54,15 +54,18 @@ class Mirror:
         inbound = self._inbound if self._inbound is not None and self._inbound.waiting else None
         for record in records:
             key = record_key(record)
-            if key is not None and inbound is not None:
-                inbound.seen(record, key, now)
+            fresh = key is None or seen is None or key not in seen
+            again = key is not None and inbound is not None and inbound.seen(record, key, now, fresh=fresh)
+            if not fresh:
+                continue
             if key is not None and seen is not None:
-                if key in seen:
-                    continue
                 seen.add(key)
             if clock is None and (stamp := record.timestamp_ms) is not None:
                 now = stamp
-            envelopes += feed(record, now)
+            out = feed(record, now)
+            if again:  # its user text was shown when Claude first took the message
+                out = [e for e in out if not (e.role == "user" and e.claudeUuid == key)]
+            envelopes += out
             if key is not None:
                 keys.append(key)
         if clock is None:
@@ -95,9 +98,13 @@ class Mirror:
         transcript's copy is skipped. `taken`: that record is on disk (an inbound message's
         delivery is committed with these envelopes); else it is when the tail brings it. A
         prompt sent again under a uuid already processed (not taken the first time) starts a
-        turn without repeating its user text."""
+        turn without repeating its user text, as does a message delivered again (its text was
+        shown when Claude first took it)."""
         now = self._now()
-        if uuid is not None and self._seen is not None and uuid in self._seen:
+        if uuid is not None and (
+            (self._seen is not None and uuid in self._seen)
+            or (self._inbound is not None and self._inbound.again(uuid))
+        ):
             text = ""
         envelopes = self.mapper.prompt_sent(text, now, uuid)
         if uuid is not None and taken and self._inbound is not None:

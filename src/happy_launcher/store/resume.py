@@ -59,6 +59,26 @@ class ResumeStore(StoreConnection):
             )
             return [InboundMessage(seq, mid, time, bytes(body)) for seq, mid, time, body in rows]
 
+    def last_delivered_inbound(self, session_id: str) -> InboundMessage | None:
+        """The inbound message Claude took last (they are sent in order, one turn each)."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT seq, id, time, body FROM inbound WHERE session = ? AND delivered_at IS NOT NULL "
+                "ORDER BY seq DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        return None if row is None else InboundMessage(int(row[0]), row[1], int(row[2]), bytes(row[3]))
+
+    def redeliver_inbound(self, session_id: str, seq: int, body: bytes) -> None:
+        """Message `seq` is to be delivered again, as `body` (Claude took it but never answered)."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE inbound SET delivered_at = NULL, body = ? WHERE session = ? AND seq = ?",
+                (body, session_id, seq),
+            )
+            if cur.rowcount == 0:
+                raise StoreConflictError(f"no inbound message {seq} in session {session_id}")
+
     def history_marks(self, session_id: str, paths: Iterable[str]) -> dict[str, int]:
         """Where the session's mirroring of these transcript files began (see `add_history_marks`)."""
         wanted = list(paths)

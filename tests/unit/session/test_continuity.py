@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from happy_launcher.session.continuity import _TAIL_CHUNK, check, mark
+from happy_launcher.session.continuity import _TAIL_CHUNK, check, mark, unanswered_prompt
 
 
 def rec(uuid: str | None, parent: str | None = None, **more: Any) -> dict[str, Any]:
@@ -79,3 +79,40 @@ def test_a_new_session_file_must_hold_the_old_leaf(tmp_path: Path) -> None:
 
 def test_an_empty_chain_is_continued_by_anything(tmp_path: Path) -> None:
     assert check(mark(tmp_path / "none.jsonl"), tmp_path / "none.jsonl") == "continues"
+
+
+def prompt(uuid: str, parent: str | None, content: Any, **more: Any) -> dict[str, Any]:
+    return rec(uuid, parent, message={"role": "user", "content": content}, **more)
+
+
+def reply(uuid: str, parent: str, model: str = "claude-x", **more: Any) -> dict[str, Any]:
+    message = {"role": "assistant", "model": model, "content": [{"type": "text", "text": "ok"}]}
+    return rec(uuid, parent, type="assistant", message=message, **more)
+
+
+def test_a_conversation_left_on_a_prompt_is_found_unanswered(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    append(
+        path,
+        prompt("p1", None, "first"),
+        reply("a1", "p1"),
+        prompt("p2", "a1", [{"type": "text", "text": "hi"}]),
+    )
+    append(path, rec(None, type="custom-title"), prompt("m", "p2", "caveat", isMeta=True))
+    leaf = unanswered_prompt(path)
+    assert leaf is not None and (leaf.uuid, leaf.text) == ("p2", "hi")
+    # Claude's own repair when such a session is resumed is no answer
+    append(path, reply("s", "p2", model="<synthetic>"))
+    assert unanswered_prompt(path) == leaf
+
+
+def test_a_reply_an_api_error_or_a_tool_result_is_no_unanswered_prompt(tmp_path: Path) -> None:
+    answered, failed, mid_turn = tmp_path / "a.jsonl", tmp_path / "f.jsonl", tmp_path / "t.jsonl"
+    append(answered, prompt("p1", None, "hi"), reply("a1", "p1"))
+    append(failed, prompt("p1", None, "hi"), reply("e", "p1", model="<synthetic>", isApiErrorMessage=True))
+    append(
+        mid_turn, prompt("p1", None, "hi"), prompt("r", "p1", [{"type": "tool_result", "tool_use_id": "t"}])
+    )
+    assert [unanswered_prompt(p) for p in (answered, failed, mid_turn, tmp_path / "missing.jsonl")] == [
+        None
+    ] * 4

@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import orjson
 import pytest
 from anyio import wait_all_tasks_blocked
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.queue import OrderedQueue, PromptSent, Taken
+from happy_launcher.claude.records import Record
 from happy_launcher.claude.sdk_items import TurnResult
 from happy_launcher.errors import StoreFullError
 from happy_launcher.protocol import SequentialIds
@@ -203,3 +205,99 @@ def test_history_starts_where_the_session_first_mirrored_a_file(tmp_path: Path) 
     with Session(home, tmp_path) as again:
         again.set_claude_session("c-2", "resume", tmp_path / "c-2.jsonl")
         assert again.history_sizes({tmp_path / "c-2.jsonl": 500}) == {}  # all of it is the session's
+
+
+def on_disk(path: Path, *records: Record) -> list[Record]:
+    """Claude wrote `records` to its transcript `path`."""
+    with path.open("ab") as f:
+        f.write(b"".join(orjson.dumps(r.data) + b"\n" for r in records))
+    return list(records)
+
+
+def user_texts(home: Path, happy_id: str) -> list[str]:
+    with SessionStore.open(home) as store:
+        return [e.ev.text for _, e in store.envelopes(happy_id) if e.role == "user" and e.ev.t == "text"]
+
+
+def test_a_message_taken_but_never_answered_before_a_kill_is_sent_again_without_its_text_twice(
+    tmp_path: Path,
+) -> None:
+    home, transcript = tmp_path / "home", tmp_path / "c-1.jsonl"
+    with Session(home, tmp_path) as first:
+        first.set_claude_session("c-1", "startup", transcript)
+        first.accept_inbound("m1", "are you there?")
+        [prompt] = first.pending_prompts()
+        first.mirror.prompt_sent(prompt.text, prompt.uuid, taken=False)
+        taken = on_disk(transcript, user(prompt.text, uuid=prompt.uuid))
+        first.deliver(taken)  # Claude took it; then happy and Claude were killed before its reply
+        assert not first.has_pending()
+        happy_id = first.id
+    with Session(home, tmp_path) as second:
+        second.set_claude_session("c-1", "resume", transcript)
+        [again] = second.pending_prompts()
+        assert (again.seq, again.text, again.again) == (prompt.seq, prompt.text, True)
+        assert again.uuid != prompt.uuid
+        second.deliver(taken)  # the restart reads the old record again: not this delivery
+        assert second.has_pending()
+        sent = second.mirror.prompt_sent(again.text, again.uuid)  # remote mode sends it again
+        assert [e.role for e in sent] == ["agent"] and not second.has_pending()
+        second.deliver([assistant(text("yes"), parent=again.uuid, stop_reason="end_turn")])
+    assert happy_id is not None and user_texts(home, happy_id) == ["are you there?"]
+    with Session(home, tmp_path) as third:  # answered now: nothing to send again
+        third.set_claude_session("c-1", "resume", transcript)
+        assert not third.has_pending()
+
+
+def test_a_message_taken_as_happy_was_killed_before_its_tail_saw_it_is_sent_again(tmp_path: Path) -> None:
+    home, transcript = tmp_path / "home", tmp_path / "c-1.jsonl"
+    with Session(home, tmp_path) as first:
+        first.set_claude_session("c-1", "startup", transcript)
+        first.accept_inbound("m1", "just sent")
+        [prompt] = first.pending_prompts()
+        first.mirror.prompt_sent(prompt.text, prompt.uuid, taken=False)
+        taken = on_disk(transcript, user(prompt.text, uuid=prompt.uuid))  # happy killed before reading it
+        happy_id = first.id
+    with Session(home, tmp_path) as second:
+        second.set_claude_session("c-1", "resume", transcript)
+        second.deliver(taken)  # the restart's tail: the old record is not this delivery
+        [again] = second.pending_prompts()
+        assert (again.seq, again.again) == (prompt.seq, True) and again.uuid != prompt.uuid
+        second.mirror.prompt_sent(again.text, again.uuid)
+        assert not second.has_pending()
+    assert happy_id is not None and user_texts(home, happy_id) == ["just sent"]
+
+
+def test_a_typed_message_taken_but_never_answered_is_typed_again_and_shown_once(tmp_path: Path) -> None:
+    home, transcript = tmp_path / "home", tmp_path / "c-1.jsonl"
+    with Session(home, tmp_path) as first:
+        first.set_claude_session("c-1", "startup", transcript)
+        first.accept_inbound("m1", "typed for you", mode="inject")
+        [prompt] = first.pending_prompts()
+        first.inbound.expect_text(prompt.text, prompt.seq)  # the injector types it
+        taken = on_disk(transcript, user(prompt.text, uuid="tui-1"))
+        first.deliver(taken)
+        happy_id = first.id
+    with Session(home, tmp_path) as second:
+        second.set_claude_session("c-1", "resume", transcript)
+        [again] = second.pending_prompts()
+        assert again.inject and again.again
+        second.inbound.expect_text(again.text, again.seq)
+        second.deliver(taken)  # the old record, read again, is not the new delivery
+        assert second.has_pending()
+        out = second.deliver([user(again.text, uuid="tui-2", parent="tui-1")])
+        assert [e.role for e in out] == ["agent"] and not second.has_pending()  # a turn, no text
+    assert happy_id is not None and user_texts(home, happy_id) == ["typed for you"]
+
+
+def test_an_unanswered_prompt_of_the_users_own_is_not_sent_again(tmp_path: Path) -> None:
+    home, transcript = tmp_path / "home", tmp_path / "c-1.jsonl"
+    with Session(home, tmp_path) as first:
+        first.set_claude_session("c-1", "startup", transcript)
+        first.accept_inbound("m1", "from the phone")
+        [prompt] = first.pending_prompts()
+        first.deliver(on_disk(transcript, user(prompt.text, uuid=prompt.uuid)))
+        first.deliver(on_disk(transcript, assistant(text("ok"), parent=prompt.uuid, stop_reason="end_turn")))
+        first.deliver(on_disk(transcript, user("typed in the TUI", uuid="own")))
+    with Session(home, tmp_path) as second:
+        second.set_claude_session("c-1", "resume", transcript)
+        assert not second.has_pending()
