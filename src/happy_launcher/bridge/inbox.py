@@ -1,0 +1,151 @@
+"""Messages in: what the app's user sends to a session reaches it as a control `send` whose
+message id is the server's, so the session stores it before it is acknowledged and delivers it
+exactly once, through its own input mode (switch or inject).
+
+The server's history is the inbox: a session's mark (`received_seq`) is the last server message
+handled; a pushed message from the app (or a reconnection, or the session starting to run) makes
+the bridge read the session's history after its mark, in order, one reader per session at a
+time. What we posted ourselves (`role: session`) is skipped, never fed back; a message that does
+not open or is not a user's text is logged and passed over; a session that is not running keeps
+its mark, so the message waits for it (a resumed session gets it)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from happy_launcher.bridge.cipher import SessionCipher
+from happy_launcher.errors import DecryptError, HappyError
+
+_log = logging.getLogger(__name__)
+FETCH_LIMIT = 500  # the server's own maximum per read
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMessage:
+    """One message of a session's history on the server: `content` is sealed (base64)."""
+
+    id: str
+    seq: int
+    content: str
+
+
+class History(Protocol):
+    async def after(self, happy_id: str, after_seq: int, limit: int) -> tuple[Sequence[ServerMessage], bool]:
+        """The session's messages after `after_seq`, oldest first, and whether there are more."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    """A session of ours as the server knows it."""
+
+    session: str  # our happy session id
+    happy_id: str  # the server's session id
+    cipher: SessionCipher
+
+
+class Sessions(Protocol):
+    """The bridge's view of our sessions and their marks."""
+
+    def received_seq(self, session: str) -> int: ...
+
+    def advance_received(self, session: str, seq: int) -> None: ...
+
+    def control_socket(self, session: str) -> Path | None:
+        """The running session's control socket; None if it does not run now."""
+        ...
+
+
+class Deliver(Protocol):
+    async def __call__(self, socket: Path, message_id: str, text: str) -> None:
+        """Hand a message to the session (a control `send`; idempotent on `message_id`)."""
+        ...
+
+
+class _Text(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class AppMessage(BaseModel):
+    """A user's message as the app and happy-agent send it (Happy's legacy user shape)."""
+
+    role: Literal["user"]
+    content: _Text
+    meta: dict[str, Any] | None = None
+
+
+def user_text(cipher: SessionCipher, message: ServerMessage) -> str | None:
+    """The text of a user's message; None for anything else (ours, an agent's, damaged)."""
+    try:
+        body = cipher.open(message.content)
+    except DecryptError:
+        _log.warning("message %s does not open with its session's key: passed over", message.id)
+        return None
+    if isinstance(body, dict) and body.get("role") != "user":
+        return None  # what a launcher posted (ours included): never fed back
+    try:
+        return AppMessage.model_validate(body).content.text
+    except ValidationError:
+        _log.warning("message %s is not a user's text: passed over", message.id)
+        return None
+
+
+class Inbox:
+    """Reads each session's history after its mark and hands the users' messages to it."""
+
+    def __init__(self, sessions: Sessions, history: History, deliver: Deliver) -> None:
+        self._sessions = sessions
+        self._history = history
+        self._deliver = deliver
+        self._locks: dict[str, anyio.Lock] = {}
+
+    def pushed(self, linked: Linked, content: str) -> bool:
+        """A message pushed by the server: whether it is a user's (then `catch_up`)."""
+        return user_text(linked.cipher, ServerMessage("pushed", 0, content)) is not None
+
+    async def catch_up(self, linked: Linked) -> None:
+        """Handle the session's messages after its mark, in order; stops at the first user
+        message the session cannot take now (not running, or its socket refused)."""
+        lock = self._locks.setdefault(linked.session, anyio.Lock())
+        async with lock:
+            mark = self._sessions.received_seq(linked.session)
+            more = True
+            while more:
+                messages, more = await self._history.after(linked.happy_id, mark, FETCH_LIMIT)
+                for message in messages:
+                    if not await self._handle(linked, message):
+                        return
+                    mark = message.seq
+                    self._sessions.advance_received(linked.session, mark)
+                more = more and bool(messages)
+
+    async def _handle(self, linked: Linked, message: ServerMessage) -> bool:
+        text = user_text(linked.cipher, message)
+        if text is None:
+            return True
+        socket = self._sessions.control_socket(linked.session)
+        if socket is None:
+            return False
+        try:
+            await self._deliver(socket, message.id, text)
+        except HappyError as exc:
+            _log.info("message %s waits: session %s did not take it (%s)", message.id, linked.session, exc)
+            return False
+        _log.info("message %s handed to session %s", message.id, linked.session)
+        return True
+
+
+async def control_send(socket: Path, message_id: str, text: str) -> None:
+    """The real `Deliver`: the session's control socket `send` verb."""
+    from happy_launcher.control.client import connect
+
+    async with connect(socket) as client:
+        await client.send(message_id, text)

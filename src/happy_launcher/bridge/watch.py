@@ -1,0 +1,130 @@
+"""One running session as the app sees it live: its pending permission requests (agentState), who
+has it (the TUI or not), whether a turn runs (`session-alive` with `thinking`, sent on every
+change and every `KEEPALIVE` seconds), and its end (`session-end`). Read from the session's
+control socket (`control/follow.py`), told to the server on the account's socket.
+
+Tools the app allowed "for this session" are allowed here from then on, without asking."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from contextlib import aclosing
+from pathlib import Path
+
+import anyio
+import orjson
+
+from happy_launcher.bridge.agent_state import AgentState, StatePublisher
+from happy_launcher.bridge.session_rpc import Control
+from happy_launcher.bridge.updates import Updates
+from happy_launcher.control.client import EnvelopeBytes
+from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.follow import Connected, follow
+from happy_launcher.control.wire import Permission, PermissionRequested, PermissionSettled
+from happy_launcher.protocol import Clock
+
+_log = logging.getLogger(__name__)
+KEEPALIVE = 10.0  # seconds between `session-alive`s (the server marks a session idle after 10 min)
+_BASH = re.compile(r"^Bash\((.+)\)$")
+
+
+def allows(allowed: Sequence[str], permission: Permission) -> bool:
+    """Whether tools allowed for the session (Happy's `allowTools`: a tool name, `Bash(cmd)`, or
+    `Bash(prefix:*)`) cover this request."""
+    command = permission.input.get("command") if permission.tool == "Bash" else None
+    for rule in allowed:
+        if rule == permission.tool and permission.tool != "Bash":
+            return True
+        match = _BASH.match(rule)
+        if match is not None and isinstance(command, str):
+            pattern = match.group(1)
+            if command == pattern or (pattern.endswith(":*") and command.startswith(pattern[:-2])):
+                return True
+    return False
+
+
+class SessionWatch:
+    def __init__(
+        self,
+        home: Path,
+        view: SessionView,
+        happy_id: str,
+        publisher: StatePublisher,
+        updates: Updates,
+        control: Control,
+        clock: Clock,
+        allowed: Callable[[], Sequence[str]],
+        keepalive: float = KEEPALIVE,
+    ) -> None:
+        self._home = home
+        self._view = view
+        self._happy_id = happy_id
+        self._publisher = publisher
+        self._updates = updates
+        self._control = control
+        self._clock = clock
+        self._allowed = allowed
+        self._keepalive_every = keepalive
+        self.state = AgentState()
+        self.thinking = False
+
+    async def run(self) -> None:
+        """Until the session ends; then its requests are canceled and `session-end` is sent."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._keepalive)
+                await self._follow()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                self.state.cancel_all(self._clock())
+                await self._publisher.publish(self.state)
+                await self._updates.emit("session-end", {"sid": self._happy_id, "time": self._clock()})
+
+    async def resync(self) -> None:
+        """After a reconnection: the server hears the state and presence again."""
+        await self._publisher.publish(self.state)
+        await self._alive()
+
+    async def _follow(self) -> None:
+        async with aclosing(follow(self._home, self._view, None)) as items:
+            async for item in items:
+                if isinstance(item, Connected):
+                    self.state.controlled_by_user = item.facts.mode == "local"
+                    self.thinking = item.facts.busy
+                    self.state.requests.clear()  # what is still pending follows, told again
+                    await self._publisher.publish(self.state)
+                    await self._alive()
+                elif isinstance(item, PermissionRequested):
+                    await self._requested(item.request)
+                elif isinstance(item, PermissionSettled):
+                    if self.state.settle(item.request_id, item.outcome, self._clock()):
+                        await self._publisher.publish(self.state)
+                elif isinstance(item, EnvelopeBytes):
+                    await self._envelope(item.body)
+
+    async def _requested(self, permission: Permission) -> None:
+        socket = self._view.socket
+        if socket is not None and allows(self._allowed(), permission):
+            _log.info("request %s allowed: its tool was allowed for the session", permission.id)
+            await self._control.answer(socket, permission.id, True, None)
+            return
+        self.state.request(permission, self._clock())
+        await self._publisher.publish(self.state)
+
+    async def _envelope(self, body: bytes) -> None:
+        kind = orjson.loads(body).get("ev", {}).get("t")
+        if kind in ("turn-start", "turn-end") and (kind == "turn-start") != self.thinking:
+            self.thinking = kind == "turn-start"
+            await self._alive()
+
+    async def _alive(self) -> None:
+        alive = {"sid": self._happy_id, "time": self._clock(), "thinking": self.thinking}
+        await self._updates.emit("session-alive", alive)
+
+    async def _keepalive(self) -> None:
+        while True:
+            await anyio.sleep(self._keepalive_every)
+            await self._alive()

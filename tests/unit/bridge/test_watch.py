@@ -1,0 +1,105 @@
+"""A running session as the app sees it live (bridge/watch.py), over the fake controller's real
+control socket and the fake account socket: pending requests in agentState and settled ones in
+completedRequests, tools allowed for the session answered at once, `thinking` while a turn
+runs, and at the end the requests canceled and `session-end` sent."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from happy_launcher.bridge.agent_state import StatePublisher
+from happy_launcher.bridge.cipher import SessionCipher
+from happy_launcher.bridge.fake_updates import FakeUpdates
+from happy_launcher.bridge.session_rpc import SocketControl
+from happy_launcher.bridge.watch import SessionWatch, allows
+from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.wire import Permission
+from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TurnEndEv, TurnStartEv
+from happy_launcher.session.ports import PermissionRequest
+from tests.support.control import facts, running
+
+pytestmark = pytest.mark.anyio
+CIPHER = SessionCipher("dataKey", secrets.token_bytes(32))
+
+
+def state(updates: FakeUpdates) -> dict[str, Any]:
+    value = updates.values.get(("update-state", "srv-1"))
+    return {} if value is None else dict(CIPHER.open(value))
+
+
+def bash(request_id: str, command: str) -> PermissionRequest:
+    return PermissionRequest(request_id, "Bash", {"command": command}, command, origin="local")
+
+
+async def test_the_app_sees_requests_turns_and_the_end(tmp_path: Path) -> None:
+    controller = FakeController(facts(mode="local"))
+    controller.request_permission(bash("r0", "make"))  # pending before the bridge came
+    updates = FakeUpdates()
+    make = EnvelopeFactory(SequentialIds("e"))
+    with anyio.fail_after(10):
+        async with running(controller, tmp_path) as socket:
+            view = SessionView("hs-alpha", None, "running", "local", "/w", None, 0, None, socket)
+            watch = SessionWatch(
+                tmp_path,
+                view,
+                "srv-1",
+                StatePublisher(updates, "srv-1", CIPHER, 0),
+                updates,
+                SocketControl(),
+                clock=lambda: 1000,
+                allowed=lambda: ["Bash(git status)", "Bash(npm:*)"],
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch.run)
+                await updates.until(lambda: "r0" in state(updates).get("requests", {}))
+                assert state(updates)["controlledByUser"] is True
+                assert state(updates)["requests"]["r0"] == {
+                    "tool": "Bash",
+                    "arguments": {"command": "make"},
+                    "createdAt": 1000,
+                }
+                controller.request_permission(bash("r1", "npm test"))  # allowed for the session
+                controller.request_permission(bash("r2", "rm -rf build"))
+                await updates.until(lambda: "r2" in state(updates).get("requests", {}))
+                assert controller.answers == [("r1", True, None)]
+                controller.answer("r0", False, "no")
+                await updates.until(lambda: "r0" in state(updates).get("completedRequests", {}))
+                assert state(updates)["completedRequests"]["r0"]["status"] == "denied"
+                controller.commit([make.agent(TurnStartEv(), turn="t1", time=1)])
+                await updates.until(lambda: any(a["thinking"] for a in updates.events("session-alive")))
+                controller.commit([make.agent(TurnEndEv(status="completed"), turn="t1", time=2)])
+                await updates.until(lambda: not updates.events("session-alive")[-1]["thinking"])
+                tg.cancel_scope.cancel()  # stands for the session's end
+    final = state(updates)
+    assert final["requests"] == {} and final["completedRequests"]["r2"]["status"] == "canceled"
+    assert updates.events("session-end") == [{"sid": "srv-1", "time": 1000}]
+
+
+def test_tools_allowed_for_the_session_are_happys_rules() -> None:
+    def request(tool: str, **args: Any) -> Permission:
+        return Permission(id="r", tool=tool, input=args, title=tool)
+
+    rules = ["Read", "Bash(git status)", "Bash(npm:*)", "Bash"]
+    assert allows(rules, request("Read", file_path="/x"))
+    assert allows(rules, request("Bash", command="git status"))
+    assert allows(rules, request("Bash", command="npm run build"))
+    assert not allows(rules, request("Bash", command="git push"))  # plain "Bash" allows nothing
+    assert not allows(rules, request("Edit", file_path="/x"))
+
+
+async def test_agent_state_is_sent_by_compare_and_set_and_catches_up_a_version() -> None:
+    from happy_launcher.bridge.agent_state import AgentState
+
+    updates = FakeUpdates()
+    updates.versions[("update-state", "srv-1")] = 7  # written before (another run of the bridge)
+    publisher = StatePublisher(updates, "srv-1", CIPHER, 0)
+    assert await publisher.publish(AgentState(controlled_by_user=True))
+    assert publisher.version == 8 and state(updates)["controlledByUser"] is True
+    updates.down = True
+    assert not await publisher.publish(AgentState())  # said, not raised: sent again on reconnect
