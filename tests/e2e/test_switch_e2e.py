@@ -244,6 +244,40 @@ def test_a_message_acknowledged_before_happy_is_killed_is_delivered_once_on_resu
         assert store.pending_inbound(session.id) == []
 
 
+def test_a_message_claude_took_but_never_answered_before_the_kill_is_answered_once_on_resume(
+    tui: Any, cenv: ClaudeEnv, fake: FakeAnthropic, script: Script, tmp_path: Path
+) -> None:
+    home, held = tmp_path / "home", [60.0]  # the first answer never comes: Claude dies waiting
+
+    def answer(req: Any) -> Reply:
+        return Reply([Text("Echo: " + req.last_user_text)], delay=held.pop() if held else 0.0)
+
+    script.add(Rule(answer, exact="hold me"))
+    t: HappyTui = tui()
+    t.wait_ready()
+    t.submit("hello local one")
+    t.wait_turn_end(1)
+    assert happy(t, "send", "--id", "m-1", "hold me").returncode == 0  # through remote mode
+    fake.wait_until(lambda reqs: any(r.last_user_text == "hold me" for r in reqs), 60)
+    claude = t.front_pid()  # remote mode's Claude: it wrote the prompt down and waits on the API
+    os.kill(t.happy_pid(), signal.SIGKILL)
+    os.kill(claude, signal.SIGKILL)  # Claude dies with happy (as seen in the soak, seed 9)
+    assert wait_pid_gone(claude, 10)
+    session, before = stored(home)
+
+    again: HappyTui = tui("--resume", session.claude_session_id)
+    again.expect_screen("Echo: hold me", timeout=60)  # sent again, through remote mode
+    again.wait_events(lambda evs: any(e["ev"]["t"] == "turn-end" for e in evs), 30, "its turn end")
+    again.child.send("\x03")
+    again.child.send("\x03")
+    assert again.wait_exit() == 0
+    resumed, after = stored(home)
+    assert resumed.id == session.id and after[: len(before)] == before
+    assert texts(after, "user") == ["hello local one", "hold me"]  # its text shown once
+    assert texts(after, "agent") == ["Echo: hello local one", "Echo: hold me"]
+    assert len([r for r in fake.requests if r.last_user_text == "hold me"]) == 2  # the first unanswered
+
+
 def test_clients_at_once_garbage_and_a_stalled_reader_never_block_the_session(
     tui: Any, cenv: ClaudeEnv, fake: FakeAnthropic, tmp_path: Path
 ) -> None:
