@@ -14,7 +14,7 @@ from happy_launcher.claude.binary import find_claude
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.claude.picks import resolve_pick
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
-from happy_launcher.home.dirs import ensure_home, happy_home, run_dir
+from happy_launcher.home.dirs import ACCESS_KEY, ensure_home, happy_home, run_dir
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.events_output import open_events_output
 
@@ -52,6 +52,8 @@ def _run(argv: Sequence[str]) -> int:
     args = args._replace(intent=resolve_pick(args.intent, project_dir(env, Path.cwd())))
     _refuse_busy_session(args, env)
     home = _usable_home(args, env)
+    if home is not None and not args.options.no_sync:
+        start_bridge(home, env)
     events = open_events_output(args.options.events) if args.options.events is not None else None
     cfg = RunConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
     from happy_launcher.runner.start import run_claude
@@ -83,6 +85,22 @@ def _refuse_busy_session(args: ClaudeArgs, env: Mapping[str, str]) -> None:
         from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
 
         ensure_not_busy(registry_dir(env), intent.resume_id)
+
+
+def start_bridge(home: Path, env: Mapping[str, str]) -> None:
+    """Happy's bridge (`happy daemon`), started detached if this machine is logged in and none
+    runs; not waited for. Not logged in costs one stat and no import. Its failure is not Claude's:
+    a debug line at most."""
+    if not (home / ACCESS_KEY).exists():
+        return
+    try:
+        from happy_launcher.bridge.daemon import start_detached
+
+        start_detached(home, env)
+    except (OSError, HappyError) as exc:
+        import logging
+
+        logging.getLogger(__name__).debug("the bridge did not start: %s", exc)
 
 
 def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:
