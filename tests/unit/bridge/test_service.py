@@ -65,7 +65,7 @@ def context(home: Path) -> BridgeContext:
 async def test_offline_is_retried_with_a_capped_backoff_until_connected(
     tmp_path: Path, states: pytest.LogCaptureFixture
 ) -> None:
-    account, sleeps = ScriptedAccount([DOWN] * 7 + ["accepted"]), Sleeps()
+    account, sleeps = ScriptedAccount([*[DOWN] * 7, "accepted"]), Sleeps()
     ctx = context(tmp_path)
     assert await check_token(ctx, account, sleeps) is True
     assert sleeps.slept == [1, 2, 4, 8, 16, 30, 30]
