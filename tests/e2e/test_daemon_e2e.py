@@ -150,5 +150,5 @@ def test_happy_claude_starts_no_bridge_when_told_not_to_or_logged_out(
         log_in(home, happy_server)
     done = claude_p(cenv, home, happy_server, *(["--happy-no-sync"] if logged_in else []))
     assert (done.returncode, done.stdout, done.stderr) == (0, b"Echo: hello\n", b"")
-    # The bridge is spawned before Claude is, its log opened by happy claude itself: none here.
+    # happy claude spawns the bridge itself (and opens its log) before Claude ends: none here.
     assert not {"daemon.log", "daemon.pid", "daemon.lock"} & {p.name for p in home.iterdir()}

@@ -3,6 +3,7 @@ start-up must not wait for imports it does not need, so each mode imports its ow
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -52,13 +53,12 @@ def _run(argv: Sequence[str]) -> int:
     args = args._replace(intent=resolve_pick(args.intent, project_dir(env, Path.cwd())))
     _refuse_busy_session(args, env)
     home = _usable_home(args, env)
-    if home is not None and not args.options.no_sync:
-        start_bridge(home, env)
     events = open_events_output(args.options.events) if args.options.events is not None else None
     cfg = RunConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
     from happy_launcher.runner.start import run_claude
 
-    return run_claude(cfg, _mode(args))
+    bridge = None if home is None or args.options.no_sync else functools.partial(start_bridge, home, env)
+    return run_claude(cfg, _mode(args), spawned=bridge)
 
 
 def _mode(args: ClaudeArgs) -> ShownMode:
@@ -89,15 +89,15 @@ def _refuse_busy_session(args: ClaudeArgs, env: Mapping[str, str]) -> None:
 
 def start_bridge(home: Path, env: Mapping[str, str]) -> None:
     """Happy's bridge (`happy daemon`), started detached if this machine is logged in and none
-    runs; not waited for. Not logged in costs one stat and no import. Its failure is not Claude's:
-    a debug line at most."""
+    runs, once Claude is spawned; not waited for. Not logged in costs one stat and no import. Its
+    failure is not Claude's: a debug line at most."""
     if not (home / ACCESS_KEY).exists():
         return
     try:
         from happy_launcher.bridge.daemon import start_detached
 
         start_detached(home, env)
-    except (OSError, HappyError) as exc:
+    except Exception as exc:  # whatever it is, Claude runs on
         import logging
 
         logging.getLogger(__name__).debug("the bridge did not start: %s", exc)
