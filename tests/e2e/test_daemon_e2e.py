@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from happy_launcher.bridge.credentials import Credentials, write_credentials
+from tests.e2e.conftest import Launch
 from tests.support.claude_env import ClaudeEnv
 from tests.support.control import wait_for_file
 from tests.support.happy_app import HappyApp
@@ -140,6 +141,21 @@ def test_happy_claude_starts_the_bridge_when_logged_in(
     assert (done.returncode, done.stdout, done.stderr) == (0, b"Echo: hello\n", b"")
     wait_for_file(home / "daemon.pid", 20)
     assert happy(home, happy_server, "daemon", "status").returncode == 0
+
+
+def test_happy_claude_in_its_tui_starts_the_bridge(
+    cenv: ClaudeEnv, happy_server: HappyServer, home: Path, launch: Launch
+) -> None:
+    log_in(home, happy_server)
+    tui = launch(cenv, env={"HAPPY_SERVER_URL": happy_server.url})
+    tui.wait_ready()
+    wait_for_file(home / "daemon.pid", 20)
+    tui.submit("hi")
+    tui.wait_turn_end()
+    assert tui.exit() == 0
+    status = happy(home, happy_server, "daemon", "status")  # it outlives the session
+    assert status.returncode == 0
+    assert "state: connected" in status.stdout.splitlines()
 
 
 @pytest.mark.parametrize("logged_in", [True, False], ids=["no-sync", "not-logged-in"])
