@@ -147,3 +147,7 @@ class CredentialsError(HappyError):
 
 class DecryptError(HappyError):
     """A payload does not open with the key at hand: wrong key, wrong variant, or damaged."""
+
+
+class DaemonError(HappyError):
+    """The bridge (`happy daemon`) cannot start: not logged in, or it died at start (its log says why)."""

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from happy_launcher.bridge.crypto import b64, unb64
 from happy_launcher.errors import CredentialsError
+from happy_launcher.home.dirs import ACCESS_KEY
 from happy_launcher.home.files import write_private
 
-ACCESS_KEY = "access.key"
 SETTINGS = "settings.json"
 SETTINGS_SCHEMA = 2  # the TypeScript CLI's settings schema version it writes
 

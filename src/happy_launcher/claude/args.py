@@ -59,6 +59,9 @@ stdin/stdout/stderr (output byte for byte as `claude`'s), and the session is sti
                                `switch` (default) moves the session to remote mode; `inject` types it
                                into the live TUI, keeping your draft (`happy send --inject|--switch`
                                chooses per message)
+  --happy-no-sync              do not start the bridge to Happy's server for this run (`happy claude`
+                               starts it, detached, when `happy auth login` was done and none runs;
+                               see `happy daemon --help`)
   --happy-enable-hooks         force hooks on (disableAllHooks: false) so session changes are followed even
                                when your settings disable all hooks; re-enables your own hooks too
   --yolo                       same as --dangerously-skip-permissions
@@ -75,6 +78,7 @@ Ctrl-T (or Space twice) in remote mode brings it back to Claude's own TUI, on th
 _HAPPY_FLAGS = MappingProxyType({
     "--happy-events": True, "--happy-home": True, "--happy-replay-existing": False,
     "--happy-enable-hooks": False, "--happy-remote": False, "--happy-remote-input": True,
+    "--happy-no-sync": False,
 })
 REMOTE_INPUTS = ("inject", "switch")
 # fmt: on
@@ -93,6 +97,7 @@ class HappyOptions(NamedTuple):
     enable_hooks: bool = False  # --happy-enable-hooks: overlay sets disableAllHooks=false
     remote: bool = False  # --happy-remote: Claude through the Agent SDK
     remote_input: Literal["inject", "switch"] = "switch"  # --happy-remote-input
+    no_sync: bool = False  # --happy-no-sync: no bridge to Happy's server started by this run
     show_help: bool = False  # --help / -h: happy's help, which points to `claude --help`
 
 
@@ -320,6 +325,7 @@ def parse_happy_claude_args(argv: Sequence[str]) -> ClaudeArgs:
         enable_hooks=bool(b.happy.get("--happy-enable-hooks")),
         remote=bool(b.happy.get("--happy-remote")),
         remote_input="inject" if remote_input == "inject" else "switch",
+        no_sync=bool(b.happy.get("--happy-no-sync")),
         show_help=bool(b.happy.get("--help")),
     )
     return ClaudeArgs(

@@ -154,3 +154,12 @@ def _register_auth() -> None:
 
 
 _register_auth()
+
+
+def _register_daemon() -> None:
+    from happy_launcher.cli.daemon_cmds import daemon_app
+
+    app.add_typer(daemon_app, name="daemon")
+
+
+_register_daemon()

@@ -3,6 +3,7 @@ start-up must not wait for imports it does not need, so each mode imports its ow
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -14,7 +15,7 @@ from happy_launcher.claude.binary import find_claude
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.claude.picks import resolve_pick
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
-from happy_launcher.home.dirs import ensure_home, happy_home, run_dir
+from happy_launcher.home.dirs import ACCESS_KEY, ensure_home, happy_home, run_dir
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.events_output import open_events_output
 
@@ -56,7 +57,8 @@ def _run(argv: Sequence[str]) -> int:
     cfg = RunConfig(args=args, binary=binary, env=env, cwd=Path.cwd(), home=home, events=events)
     from happy_launcher.runner.start import run_claude
 
-    return run_claude(cfg, _mode(args))
+    bridge = None if home is None or args.options.no_sync else functools.partial(start_bridge, home, env)
+    return run_claude(cfg, _mode(args), spawned=bridge)
 
 
 def _mode(args: ClaudeArgs) -> ShownMode:
@@ -83,6 +85,22 @@ def _refuse_busy_session(args: ClaudeArgs, env: Mapping[str, str]) -> None:
         from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
 
         ensure_not_busy(registry_dir(env), intent.resume_id)
+
+
+def start_bridge(home: Path, env: Mapping[str, str]) -> None:
+    """Happy's bridge (`happy daemon`), started detached if this machine is logged in and none
+    runs, once Claude is spawned; not waited for. Not logged in costs one stat and no import. Its
+    failure is not Claude's: a debug line at most."""
+    if not (home / ACCESS_KEY).exists():
+        return
+    try:
+        from happy_launcher.bridge.daemon import start_detached
+
+        start_detached(home, env)
+    except Exception as exc:  # whatever it is, Claude runs on
+        import logging
+
+        logging.getLogger(__name__).debug("the bridge did not start: %s", exc)
 
 
 def _usable_home(args: ClaudeArgs, env: Mapping[str, str]) -> Path | None:

@@ -13,6 +13,7 @@ VERBS = frozenset(
     | {"sessions", "send", "watch", "switch", "abort", "approve", "deny"}  # the control verbs
     | {"web"}
     | {"auth"}  # Happy's server; Claude's own `auth` stays reachable as `happy claude auth`
+    | {"daemon"}  # the bridge to Happy's server
 )
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 LOG_FILE = "happy.log"
 
 
-def log_to(home: Path) -> None:
-    """Send happy's log records to `<home>/happy.log` (0600: it can quote the conversation).
+def log_to(home: Path, name: str = LOG_FILE) -> None:
+    """Send happy's log records to `<home>/<name>` (0600: it can quote the conversation).
     A log that cannot be opened is skipped: logging must never stop a session."""
     try:
-        fd = os.open(home / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(home / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
         return
     with contextlib.suppress(OSError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from happy_launcher.errors import UsageError
@@ -20,11 +21,14 @@ if TYPE_CHECKING:
     from happy_launcher.session.ports import ShownMode
 
 
-def run_claude(cfg: RunConfig, mode: ShownMode) -> int:
-    """Start the launcher of `mode`, then run it to the end of the run; happy's exit code."""
+def run_claude(cfg: RunConfig, mode: ShownMode, *, spawned: Callable[[], None] | None = None) -> int:
+    """Start the launcher of `mode`, then run it to the end of the run; happy's exit code.
+    `spawned` runs once Claude is started: what must not delay Claude's start-up."""
     launcher = first_launcher(cfg, mode)
     try:
         launcher.start()  # Claude first: the event loop and the mirror load while it boots
+        if spawned is not None:
+            spawned()
         import anyio
 
         from happy_launcher.home.logfile import log_to

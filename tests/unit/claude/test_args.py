@@ -87,6 +87,7 @@ def test_parse_session_flags(argv: list[str], intent: SessionIntent, passthrough
         (["--happy-home=/h"], HappyOptions(home=Path("/h")), ()),
         (["--happy-replay-existing"], HappyOptions(replay_existing=True), ()),
         (["--happy-enable-hooks"], HappyOptions(enable_hooks=True), ()),
+        (["--happy-no-sync", "-p", "hi"], HappyOptions(no_sync=True), ("-p", "hi")),
         (["--happy-remote-input", "inject"], HappyOptions(remote_input="inject"), ()),
         (["--happy-remote-input=switch", "hi"], HappyOptions(remote_input="switch"), ("hi",)),
         (["--help"], HappyOptions(show_help=True), ()),
