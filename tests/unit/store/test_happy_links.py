@@ -27,7 +27,7 @@ def store(tmp_path: Path) -> SessionStore:
 
 def add(store: SessionStore, sid: str, count: int) -> None:
     factory = EnvelopeFactory(SequentialIds(f"{sid}e"))
-    store.append_envelopes(sid, [factory.agent(TextEv(text=str(i)), turn=None, time=i) for i in range(count)])
+    store.append_envelopes(sid, [factory.agent(TextEv(text=str(i)), turn="t0", time=i) for i in range(count)])
 
 
 def link(sid: str = "s1", **kw: object) -> HappyLink:
