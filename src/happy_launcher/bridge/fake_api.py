@@ -37,17 +37,19 @@ class FakeHappyApi:
         self.posted_batches: list[list[str]] = []  # the localIds of each post that succeeded
         self.posted = anyio.Event()  # set at each successful post (tests wait on it), then renewed
         self._failures = 0
+        self._failing: str | None = None
         self._ids = itertools.count(1)
 
-    def fail_next(self, calls: int) -> None:
-        self._failures = calls
+    def fail_next(self, calls: int, only: str | None = None) -> None:
+        """The next `calls` calls (of the method named `only`, if given) fail as in an outage."""
+        self._failures, self._failing = calls, only
 
     def by_id(self, happy_id: str) -> FakeSession:
         return next(s for s in self.sessions.values() if s.remote.id == happy_id)
 
     def _enter(self, name: str) -> None:
         self.calls.append(name)
-        if self._failures > 0:
+        if self._failures > 0 and self._failing in (None, name):
             self._failures -= 1
             raise HappyServerError(f"cannot reach Happy's server at {self.url} to {name} (outage)")
 

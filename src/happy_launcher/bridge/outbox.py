@@ -28,8 +28,9 @@ from happy_launcher.errors import ControlError, HappyServerError
 from happy_launcher.store.sessions import SessionStore
 
 STORE_PAGE = MAX_BATCH  # envelopes read from the store at a time
-MAX_WAITING = 2000  # envelopes between the feed and the poster: a feed waits past this
+MAX_WAITING = 1000  # chunks between the feed and the poster: a feed waits past this
 Stored = tuple[int, bytes]  # (seq, the envelope's JSON as the store holds it)
+Chunk = list[Stored]  # what a feed has at once: a page of the store, or one live envelope
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +40,23 @@ class Poster:
     api: HappyApi
     retry: Retry
 
-    async def run(self, linked: Linked, sent_seq: int, receive: MemoryObjectReceiveStream[Stored]) -> None:
-        """Post what `receive` yields after `sent_seq`, until it is closed and empty."""
+    async def run(self, linked: Linked, sent_seq: int, receive: MemoryObjectReceiveStream[Chunk]) -> None:
+        """Post what `receive` yields after `sent_seq`, until it is closed and all is posted."""
+        waiting: list[Stored] = []
         async with receive:
-            async for first in receive:
-                batch = [first]
-                while len(batch) < MAX_BATCH:
+            while True:
+                if not waiting:
                     try:
-                        batch.append(receive.receive_nowait())
+                        waiting.extend(await receive.receive())
+                    except anyio.EndOfStream:
+                        return
+                while len(waiting) < MAX_BATCH:  # whatever else has arrived meanwhile
+                    try:
+                        waiting.extend(receive.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                batch = [(seq, body) for seq, body in batch if seq > sent_seq]
+                batch = [(seq, body) for seq, body in waiting[:MAX_BATCH] if seq > sent_seq]
+                del waiting[:MAX_BATCH]
                 if batch:
                     await self._post(linked, batch)
                     sent_seq = batch[-1][0]
@@ -75,21 +82,21 @@ def _message(linked: Linked, body: bytes) -> tuple[str, str]:
 
 
 async def feed_stored(
-    store: SessionStore, session: str, after_seq: int, send: MemoryObjectSendStream[Stored]
+    store: SessionStore, session: str, after_seq: int, send: MemoryObjectSendStream[Chunk]
 ) -> None:
     """The session's envelopes after `after_seq` from the store (an ended session's)."""
     async with send:
         while True:
             rows = await anyio.to_thread.run_sync(store.raw_envelopes, session, after_seq, STORE_PAGE)
-            for row in rows:
-                await send.send(row)
+            if rows:
+                await send.send(rows)
             if len(rows) < STORE_PAGE:
                 return
             after_seq = rows[-1][0]
 
 
 async def feed_live(
-    home: Path, view: SessionView, after_seq: int, send: MemoryObjectSendStream[Stored], retry: Retry
+    home: Path, view: SessionView, after_seq: int, send: MemoryObjectSendStream[Chunk], retry: Retry
 ) -> None:
     """The session's envelopes after `after_seq` through its control socket while it runs, then
     from the store once it has ended; a broken connection is followed again from the last seq."""
@@ -101,7 +108,7 @@ async def feed_live(
                 async with aclosing(follow(home, view, last)) as followed:
                     async for item in followed:
                         if isinstance(item, EnvelopeBytes):
-                            await send.send((item.seq, item.body))
+                            await send.send([(item.seq, item.body)])
                             last = item.seq
             except ControlError as exc:
                 failures += 1
@@ -111,5 +118,5 @@ async def feed_live(
                 return
 
 
-def envelope_stream() -> tuple[MemoryObjectSendStream[Stored], MemoryObjectReceiveStream[Stored]]:
-    return anyio.create_memory_object_stream[Stored](MAX_WAITING)
+def envelope_stream() -> tuple[MemoryObjectSendStream[Chunk], MemoryObjectReceiveStream[Chunk]]:
+    return anyio.create_memory_object_stream[Chunk](MAX_WAITING)
