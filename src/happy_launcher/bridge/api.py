@@ -90,10 +90,17 @@ class HttpHappyApi:
     """Happy's server over HTTP; every failure is one HappyServerError naming the server and the
     call (HappyUnauthorizedError for a refused token), never the token."""
 
-    def __init__(self, url: str, token: str, *, timeout: float = REQUEST_TIMEOUT) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout: float = REQUEST_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,  # tests: httpx.MockTransport
+    ) -> None:
         self.url = url
         self._client = httpx.AsyncClient(
-            base_url=url, timeout=timeout, headers={"Authorization": f"Bearer {token}"}
+            base_url=url, timeout=timeout, headers={"Authorization": f"Bearer {token}"}, transport=transport
         )
 
     async def aclose(self) -> None:
