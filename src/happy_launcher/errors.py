@@ -136,6 +136,10 @@ class HappyServerError(HappyError):
     exit_code = 3
 
 
+class HappyUnauthorizedError(HappyServerError):
+    """Happy's server refused the credentials (HTTP 401): expired or revoked; log in again."""
+
+
 class PairingError(HappyError):
     """`happy auth login` ended without credentials: not approved in time, or an answer that does
     not open with this terminal's key."""

@@ -56,8 +56,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(dest: Path, data: Path) -> HappyServer:
-    port = free_port()
+def start(dest: Path, data: Path, port: int | None = None) -> HappyServer:
+    """`port`: to restart a stopped server where its clients expect it (default: a free one)."""
+    port = port or free_port()
     done = subprocess.run(
         [peers_dir() / "start", dest, str(port), data],
         capture_output=True,

@@ -47,6 +47,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Why the conversation did not continue across a switch of front ends (None: it did).
         "ALTER TABLE sessions ADD COLUMN continuity_break TEXT",
     ),
+    (
+        # Each session's Happy session on a Happy server (store/happy_links.py): its id, its
+        # key (dataKey sessions; empty for legacy ones, whose key is the account secret), and
+        # how far its envelopes were acknowledged and the app's messages handed over.
+        """CREATE TABLE happy_links (
+            session TEXT NOT NULL, server TEXT NOT NULL, happy_id TEXT NOT NULL,
+            variant TEXT NOT NULL, key BLOB NOT NULL, sent_seq INTEGER NOT NULL DEFAULT 0,
+            received_seq INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (session, server)) WITHOUT ROWID""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -20,6 +20,7 @@ from happy_launcher.home.dirs import HOME_ENV, ensure_home
 from happy_launcher.home.procs import ProcessId
 from happy_launcher.protocol import Envelope, parse_envelope
 from happy_launcher.store.checkpoint import CHECKPOINT_IDLE
+from happy_launcher.store.happy_links import HappyLinkStore
 from happy_launcher.store.resume import Delivered, ResumeStore
 from happy_launcher.store.schema import (
     MIGRATIONS,
@@ -71,8 +72,9 @@ _TRANSCRIPT = (
 )
 
 
-class SessionStore(ResumeStore):
-    """The store's operations (those a later run resumes with: `ResumeStore`); see
+class SessionStore(ResumeStore, HappyLinkStore):
+    """The store's operations (those a later run resumes with: `ResumeStore`; the links to
+    Happy's server: `HappyLinkStore`); see
     `StoreConnection` for the connection and transactions."""
 
     @classmethod

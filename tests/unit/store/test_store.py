@@ -74,6 +74,7 @@ def test_open_creates_private_home_db_and_schema(tmp_path: Path, factory: Envelo
         "processed_keys",
         "inbound",
         "history_marks",
+        "happy_links",
     }
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -1,0 +1,133 @@
+"""Sessions out: every happy session becomes a Happy session on the server and its envelopes are
+posted there (`outbox.py`). Running sessions are found as they appear (a look at the control
+directory each `poll` seconds; the sessions are asked only when its sockets change, or while one
+has not named its session yet), ended ones with envelopes past their mark from the store; each
+gets one task, all in one task group."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+
+from happy_launcher.bridge.api import HappyApi
+from happy_launcher.bridge.credentials import Credentials
+from happy_launcher.bridge.links import LinkMaker, Links
+from happy_launcher.bridge.metadata import MachineFacts, machine_facts, session_metadata
+from happy_launcher.bridge.outbox import Poster, envelope_stream, feed_live, feed_stored
+from happy_launcher.bridge.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper
+from happy_launcher.control.discovery import SessionView, discover
+from happy_launcher.control.sockets import live_sockets
+from happy_launcher.session.naming import TranscriptTitles, session_title
+from happy_launcher.store.sessions import SessionStore
+
+POLL = 1.0  # seconds between two looks at the control directory
+
+
+@dataclass
+class _Out:
+    home: Path
+    store: SessionStore
+    links: Links
+    maker: LinkMaker
+    poster: Poster
+    machine: MachineFacts
+    retry: Retry
+    clock: Callable[[], float]
+    titles: TranscriptTitles = field(default_factory=TranscriptTitles)
+    active: set[str] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)  # on the server under a key we lost
+    rescan: bool = True
+
+    async def session(self, view: SessionView) -> None:
+        """Link the session and post its envelopes, live while it runs, then from the store."""
+        assert view.happy_id is not None
+        sid = view.happy_id
+        try:
+            title = await anyio.to_thread.run_sync(
+                session_title, view.first_prompt, view.transcript, self.titles
+            )
+            metadata = session_metadata(
+                self.machine,
+                cwd=view.cwd,
+                claude_session_id=view.claude_id,
+                title=title,
+                running=view.running,
+                host_pid=view.pid,
+                now_ms=int(self.clock() * 1000),
+            )
+            made = await self.maker.ensure(sid, metadata)
+            if made is None:
+                self.skipped.add(sid)
+                return
+            linked, sent = made
+            self.links.add(linked)
+            send, receive = envelope_stream()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.poster.run, linked, sent, receive)
+                if view.running:
+                    tg.start_soon(feed_live, self.home, view, sent, send, self.retry)
+                else:
+                    tg.start_soon(feed_stored, self.store, sid, sent, send)
+        finally:
+            self.active.discard(sid)
+            self.rescan = True  # it ended, or was resumed meanwhile: look again
+
+    async def scan(self, tg: TaskGroup) -> None:
+        views = await discover(self.home)
+        self.rescan = any(view.running and view.happy_id is None for view in views)
+        unsent = set(await anyio.to_thread.run_sync(self.store.unsent_sessions, self.poster.server))
+        for view in views:  # running ones first
+            sid = view.happy_id
+            if sid is None or sid in self.active or sid in self.skipped:
+                continue
+            if view.running or sid in unsent:
+                self.active.add(sid)
+                tg.start_soon(self.session, view)
+
+
+async def sessions_out(
+    home: Path,
+    server: str,
+    credentials: Credentials,
+    machine_id: str,
+    api: HappyApi,
+    *,
+    links: Links | None = None,
+    health: ServerHealth | None = None,
+    env: Mapping[str, str] | None = None,
+    sleeper: Sleeper | None = None,
+    backoff: Backoff | None = None,
+    clock: Callable[[], float] = time.time,
+    poll: float = POLL,
+) -> None:
+    """Run until cancelled: every session of `home` out to `server` through `api`. `links` is
+    told of each session linked (the socket side serves those), `health` of the server's state."""
+    retry = Retry(sleeper or AnyioSleeper(), backoff or Backoff(), health or ServerHealth())
+    store = SessionStore.open(home)
+    try:
+        out = _Out(
+            home=home,
+            store=store,
+            links=links or Links(),
+            maker=LinkMaker(store, server, credentials, api, retry),
+            poster=Poster(store, server, api, retry),
+            machine=machine_facts(machine_id, home, os.environ if env is None else env),
+            retry=retry,
+            clock=clock,
+        )
+        async with anyio.create_task_group() as tg:
+            seen: dict[int, Path] | None = None
+            while True:
+                sockets = live_sockets(home)
+                if out.rescan or sockets != seen:
+                    seen = sockets
+                    await out.scan(tg)
+                await anyio.sleep(poll)
+    finally:
+        store.close()

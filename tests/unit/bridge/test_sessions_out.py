@@ -1,0 +1,87 @@
+"""The manager (bridge/sessions_out.py) over a running session's real control socket (the fake
+controller) and an ended session in the store, against the in-memory Happy server: both become
+Happy sessions, the running one's envelopes follow as it commits them, and the socket side is
+told of each link."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from happy_launcher.bridge.credentials import Credentials
+from happy_launcher.bridge.crypto import content_keypair
+from happy_launcher.bridge.fake_api import FakeHappyApi
+from happy_launcher.bridge.links import Linked, Links
+from happy_launcher.bridge.sessions_out import sessions_out
+from happy_launcher.control.fake import FakeController
+from happy_launcher.home.procs import this_process
+from happy_launcher.store.sessions import SessionStore
+from tests.support.control import Envelopes, facts, running
+
+pytestmark = pytest.mark.anyio
+SERVER = "http://fake-happy"
+CREDENTIALS = Credentials(
+    token="t",
+    variant="dataKey",
+    content_public=content_keypair(secrets.token_bytes(32)).public,
+    machine_key=b"m" * 32,
+)
+
+
+async def until(api: FakeHappyApi, done: Callable[[], bool]) -> None:
+    while True:
+        posted = api.posted
+        if done():
+            return
+        await posted.wait()
+
+
+def ids(api: FakeHappyApi, tag: str) -> list[str | None]:
+    session = api.sessions.get(tag)
+    return [] if session is None else [row.local_id for row in session.rows]
+
+
+async def test_running_and_ended_sessions_go_out_and_the_running_one_follows(tmp_path: Path) -> None:
+    live, old = Envelopes(), Envelopes()
+    store = SessionStore.open(tmp_path)
+    store.create_session("hs-alpha", cwd="/work/project", started_at=2, owner=this_process(os.getpid()))
+    store.create_session("hs-old", cwd="/work/old", started_at=1)
+    ended = old.make(5)
+    store.append_envelopes("hs-old", ended)
+    store.end_session("hs-old", "completed", 3)
+    store.close()
+    controller = FakeController(facts())
+    first = live.make(3)
+    controller.commit(first)
+    api, linked = FakeHappyApi(SERVER), list[Linked]()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg, running(controller, tmp_path):
+            tg.start_soon(
+                lambda: sessions_out(
+                    tmp_path,
+                    SERVER,
+                    CREDENTIALS,
+                    "machine-1",
+                    api,
+                    links=Links(linked.append),
+                    env={},
+                    poll=0.01,
+                )
+            )
+            await until(api, lambda: len(ids(api, "hs-alpha")) == 3 and len(ids(api, "hs-old")) == 5)
+            later = live.make(2)
+            controller.commit(later)
+            await until(api, lambda: len(ids(api, "hs-alpha")) == 5)
+            tg.cancel_scope.cancel()
+    assert ids(api, "hs-alpha") == [e.id for e in first + later]
+    assert ids(api, "hs-old") == [e.id for e in ended]
+    assert sorted(link.session for link in linked) == ["hs-alpha", "hs-old"]
+    with SessionStore.open(tmp_path) as after:
+        marks = {sid: after.happy_link(sid, SERVER) for sid in ("hs-alpha", "hs-old")}
+    # Cancelled right after the last post: a mark may lag behind the server, never run ahead of it.
+    assert all(link is not None and link.sent_seq <= 5 for link in marks.values())
