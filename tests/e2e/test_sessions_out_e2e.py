@@ -56,6 +56,9 @@ class Watched:
     ) -> tuple[list[Fetched], bool]:
         return await self.api.fetch_messages(happy_id, after_seq, limit)
 
+    async def create_machine(self, machine_id: str, metadata: str, data_key: str | None) -> None:
+        await self.api.create_machine(machine_id, metadata, data_key)
+
 
 def claude_p(cenv: ClaudeEnv, home: Path, prompt: str) -> None:
     env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}

@@ -61,6 +61,10 @@ class HappyApi(Protocol):
         """The messages after `after_seq`, ascending, and whether more follow."""
         ...
 
+    async def create_machine(self, machine_id: str, metadata: str, data_key: str | None) -> None:
+        """Register this machine (get-or-create by id: an existing one is left as it is)."""
+        ...
+
 
 class _Session(BaseModel):
     session: RemoteSession
@@ -126,6 +130,12 @@ class HttpHappyApi:
         page = self._parse(_FetchAnswer, answer, "fetch messages")
         rows = [Fetched(id=r.id, seq=r.seq, content=r.content.c, localId=r.localId) for r in page.messages]
         return rows, page.hasMore
+
+    async def create_machine(self, machine_id: str, metadata: str, data_key: str | None) -> None:
+        body: dict[str, Any] = {"id": machine_id, "metadata": metadata}
+        if data_key is not None:
+            body["dataEncryptionKey"] = data_key
+        await self._call("register this machine", "POST", "/v1/machines", json=body)
 
     async def _call(self, what: str, method: str, path: str, **kw: Any) -> Any:
         try:

@@ -33,6 +33,7 @@ class FakeHappyApi:
     def __init__(self, url: str = "http://fake-happy") -> None:
         self.url = url
         self.sessions: dict[str, FakeSession] = {}  # by tag
+        self.machines: dict[str, tuple[str, str | None]] = {}  # id -> (metadata, data key)
         self.calls: list[str] = []  # every call's name, failed ones included
         self.posted_batches: list[list[str]] = []  # the localIds of each post that succeeded
         self.posted = anyio.Event()  # set at each successful post (tests wait on it), then renewed
@@ -96,6 +97,10 @@ class FakeHappyApi:
         after = [row for row in self.by_id(happy_id).rows if row.seq > after_seq]
         page = [Fetched(id=r.id, seq=r.seq, content=r.content, localId=r.local_id) for r in after[:limit]]
         return page, len(after) > limit
+
+    async def create_machine(self, machine_id: str, metadata: str, data_key: str | None) -> None:
+        self._enter("create_machine")
+        self.machines.setdefault(machine_id, (metadata, data_key))
 
     def add_message(self, happy_id: str, content: str, local_id: str | None = None) -> FakeRow:
         """A message from elsewhere (the app)."""

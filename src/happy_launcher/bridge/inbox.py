@@ -12,51 +12,27 @@ its mark, so the message waits for it (a resumed session gets it)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from happy_launcher.bridge.api import Fetched, HappyApi
 from happy_launcher.bridge.cipher import SessionCipher
+from happy_launcher.bridge.links import Linked
 from happy_launcher.errors import DecryptError, HappyError
 
 _log = logging.getLogger(__name__)
 FETCH_LIMIT = 500  # the server's own maximum per read
 
 
-@dataclass(frozen=True, slots=True)
-class ServerMessage:
-    """One message of a session's history on the server: `content` is sealed (base64)."""
-
-    id: str
-    seq: int
-    content: str
-
-
-class History(Protocol):
-    async def after(self, happy_id: str, after_seq: int, limit: int) -> tuple[Sequence[ServerMessage], bool]:
-        """The session's messages after `after_seq`, oldest first, and whether there are more."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Linked:
-    """A session of ours as the server knows it."""
-
-    session: str  # our happy session id
-    happy_id: str  # the server's session id
-    cipher: SessionCipher
-
-
 class Sessions(Protocol):
     """The bridge's view of our sessions and their marks."""
 
-    def received_seq(self, session: str) -> int: ...
+    async def received_seq(self, session: str) -> int: ...
 
-    def advance_received(self, session: str, seq: int) -> None: ...
+    async def advance_received(self, session: str, seq: int) -> None: ...
 
     def control_socket(self, session: str) -> Path | None:
         """The running session's control socket; None if it does not run now."""
@@ -82,53 +58,54 @@ class AppMessage(BaseModel):
     meta: dict[str, Any] | None = None
 
 
-def user_text(cipher: SessionCipher, message: ServerMessage) -> str | None:
+def user_text(cipher: SessionCipher, message_id: str, content: str) -> str | None:
     """The text of a user's message; None for anything else (ours, an agent's, damaged)."""
     try:
-        body = cipher.open(message.content)
+        body = cipher.open(content)
     except DecryptError:
-        _log.warning("message %s does not open with its session's key: passed over", message.id)
+        _log.warning("message %s does not open with its session's key: passed over", message_id)
         return None
     if isinstance(body, dict) and body.get("role") != "user":
         return None  # what a launcher posted (ours included): never fed back
     try:
         return AppMessage.model_validate(body).content.text
     except ValidationError:
-        _log.warning("message %s is not a user's text: passed over", message.id)
+        _log.warning("message %s is not a user's text: passed over", message_id)
         return None
 
 
 class Inbox:
     """Reads each session's history after its mark and hands the users' messages to it."""
 
-    def __init__(self, sessions: Sessions, history: History, deliver: Deliver) -> None:
+    def __init__(self, sessions: Sessions, api: HappyApi, deliver: Deliver, page: int = FETCH_LIMIT) -> None:
         self._sessions = sessions
-        self._history = history
+        self._api = api
+        self._page = page
         self._deliver = deliver
         self._locks: dict[str, anyio.Lock] = {}
 
-    def pushed(self, linked: Linked, content: str) -> bool:
+    def pushed(self, linked: Linked, message_id: str, content: str) -> bool:
         """A message pushed by the server: whether it is a user's (then `catch_up`)."""
-        return user_text(linked.cipher, ServerMessage("pushed", 0, content)) is not None
+        return user_text(linked.cipher, message_id, content) is not None
 
     async def catch_up(self, linked: Linked) -> None:
         """Handle the session's messages after its mark, in order; stops at the first user
         message the session cannot take now (not running, or its socket refused)."""
         lock = self._locks.setdefault(linked.session, anyio.Lock())
         async with lock:
-            mark = self._sessions.received_seq(linked.session)
+            mark = await self._sessions.received_seq(linked.session)
             more = True
             while more:
-                messages, more = await self._history.after(linked.happy_id, mark, FETCH_LIMIT)
+                messages, more = await self._api.fetch_messages(linked.happy_id, mark, self._page)
                 for message in messages:
                     if not await self._handle(linked, message):
                         return
                     mark = message.seq
-                    self._sessions.advance_received(linked.session, mark)
+                    await self._sessions.advance_received(linked.session, mark)
                 more = more and bool(messages)
 
-    async def _handle(self, linked: Linked, message: ServerMessage) -> bool:
-        text = user_text(linked.cipher, message)
+    async def _handle(self, linked: Linked, message: Fetched) -> bool:
+        text = user_text(linked.cipher, message.id, message.content)
         if text is None:
             return True
         socket = self._sessions.control_socket(linked.session)

@@ -16,6 +16,7 @@ from happy_launcher.bridge.cipher import SessionCipher, new_session_cipher
 from happy_launcher.bridge.credentials import Credentials
 from happy_launcher.bridge.crypto import b64, content_keypair, unb64, unwrap_data_key, wrap_data_key
 from happy_launcher.bridge.retry import LOG, Retry
+from happy_launcher.control.discovery import SessionView
 from happy_launcher.errors import DecryptError
 from happy_launcher.store.happy_links import PENDING, HappyLink
 from happy_launcher.store.sessions import SessionStore
@@ -32,9 +33,10 @@ class Linked:
 
 @dataclass
 class Links:
-    """The sessions linked so far; `on_link` is called (in the event loop) for each new link."""
+    """The sessions linked so far; `on_link` is told (in the event loop) each time sessions out
+    takes a session up (a run of it, or an ended one's envelopes), with the session as found."""
 
-    on_link: Callable[[Linked], None] | None = None
+    on_link: Callable[[Linked, SessionView], None] | None = None
     _by_session: dict[str, Linked] = field(default_factory=dict)
 
     def get(self, session: str) -> Linked | None:
@@ -43,11 +45,10 @@ class Links:
     def all(self) -> list[Linked]:
         return list(self._by_session.values())
 
-    def add(self, linked: Linked) -> None:
-        known = self._by_session.get(linked.session)
+    def add(self, linked: Linked, view: SessionView) -> None:
         self._by_session[linked.session] = linked
-        if known != linked and self.on_link is not None:
-            self.on_link(linked)
+        if self.on_link is not None:
+            self.on_link(linked, view)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,10 +37,19 @@ class Backoff:
 
 @dataclass(slots=True)
 class ServerHealth:
-    """The last call's outcome: None while the server answers; else its one-line error."""
+    """The last call's outcome: None while the server answers; else its one-line error.
+    `changed` is told of each change (the daemon's status file)."""
 
     error: str | None = None
     unauthorized: bool = False
+    changed: Callable[[ServerHealth], None] | None = None
+
+    def set(self, error: str | None, unauthorized: bool = False) -> None:
+        if (error, unauthorized) == (self.error, self.unauthorized):
+            return
+        self.error, self.unauthorized = error, unauthorized
+        if self.changed is not None:
+            self.changed(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +68,10 @@ class Retry:
                 failures += 1
                 if self.health.error != str(exc):  # one line per kind of outage, not per try
                     LOG.warning("%s; retrying", exc)
-                self.health.error = str(exc)
-                self.health.unauthorized = isinstance(exc, HappyUnauthorizedError)
+                self.health.set(str(exc), isinstance(exc, HappyUnauthorizedError))
                 await self.sleeper.sleep(self.backoff.delay(failures))
                 continue
             if self.health.error is not None:
                 LOG.info("Happy's server answers again")
-                self.health.error, self.health.unauthorized = None, False
+                self.health.set(None)
             return answer

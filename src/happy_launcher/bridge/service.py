@@ -1,13 +1,15 @@
 """What the bridge does while it runs (`serve`), and what it is given (`BridgeContext`).
 
-For now: the token checked against the server (connected, offline and retried with a capped
-backoff, or refused: reported once and not retried), then nothing until cancelled. The work of
-the bridge joins `serve` as children of its task group."""
+The token is checked against the server first (connected, offline and retried with a capped
+backoff, or refused: reported once and not retried); then sessions out (`sessions_out.py`) and
+the live socket (`live.py`) run side by side until cancelled, the server's health going to the
+status file as it changes."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol
@@ -16,14 +18,13 @@ import anyio
 
 from happy_launcher.bridge.credentials import Credentials
 from happy_launcher.bridge.report import Report
+from happy_launcher.bridge.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper
 from happy_launcher.errors import HappyServerError
+from happy_launcher.protocol import wall_clock_ms
 
-FIRST_RETRY = 1.0  # seconds before the first retry of an unreachable server; doubled up to MAX_RETRY
-MAX_RETRY = 30.0
+TOKEN_BACKOFF = Backoff(first=1.0, cap=30.0)  # an unreachable server, asked again
 CHECK_TIMEOUT = 10.0  # seconds for the token's check: `happy daemon start` waits for its answer
 REFUSED = "the server refused the token: run `happy auth login`"
-
-Sleep = Callable[[float], Awaitable[None]]  # anyio.sleep; a fake that returns at once in tests
 
 
 @dataclass(frozen=True)
@@ -50,22 +51,57 @@ class Account(Protocol):
 
 
 async def serve(ctx: BridgeContext) -> None:
+    """The token checked, then every session out to the server and the live socket beside it.
+    A refused token stops here (reported): sessions run on, unsynced, until a new login."""
     async with HttpAccount(ctx.server) as account:
-        await check_token(ctx, account, anyio.sleep)
-    await anyio.sleep_forever()
+        if not await check_token(ctx, account, AnyioSleeper()):
+            await anyio.sleep_forever()
+    from happy_launcher.bridge.api import HttpHappyApi
+    from happy_launcher.bridge.links import Links
+    from happy_launcher.bridge.live import Live
+    from happy_launcher.bridge.metadata import machine_facts
+    from happy_launcher.bridge.sessions_out import sessions_out
+    from happy_launcher.store.sessions import SessionStore
+
+    health = ServerHealth(changed=lambda h: _report_health(ctx.report, h))
+    retry = Retry(AnyioSleeper(), Backoff(), health)
+    machine = machine_facts(ctx.machine_id, ctx.home, os.environ)
+    api = HttpHappyApi(ctx.server, ctx.credentials.token)
+    store = SessionStore.open(ctx.home)
+    try:
+        live = Live(ctx.home, ctx.server, store, api, retry, machine, wall_clock_ms)
+        links = Links(on_link=live.linked)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(live.run, ctx.credentials.token, ctx.credentials)
+            out = partial(sessions_out, links=links, health=health)
+            tg.start_soon(out, ctx.home, ctx.server, ctx.credentials, ctx.machine_id, api)
+    finally:
+        store.close()
+        with anyio.CancelScope(shield=True):
+            await api.aclose()
 
 
-async def check_token(ctx: BridgeContext, account: Account, sleep: Sleep) -> bool:
+def _report_health(report: Report, health: ServerHealth) -> None:
+    if health.error is None:
+        report.state("connected")
+    else:
+        report.state("unauthorized" if health.unauthorized else "offline", health.error)
+
+
+async def check_token(
+    ctx: BridgeContext, account: Account, sleeper: Sleeper, backoff: Backoff = TOKEN_BACKOFF
+) -> bool:
     """Ask until the server answers: True (connected) if it accepts the token, False (unauthorized,
     not asked again: a new login is needed) if it refuses it. Offline meanwhile."""
-    delay = FIRST_RETRY
+    failures = 0
     while True:
         try:
             answer = await account.check(ctx.credentials.token)
         except HappyServerError as error:
+            failures += 1
+            delay = backoff.delay(failures)
             ctx.report.state("offline", f"{error}; retrying in {delay:.0f} s")
-            await sleep(delay)
-            delay = min(delay * 2, MAX_RETRY)
+            await sleeper.sleep(delay)
             continue
         if answer == "refused":
             ctx.report.state("unauthorized", REFUSED)

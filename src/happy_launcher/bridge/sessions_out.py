@@ -66,7 +66,7 @@ class _Out:
                 self.skipped.add(sid)
                 return
             linked, sent = made
-            self.links.add(linked)
+            self.links.add(linked, view)
             send, receive = envelope_stream()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.poster.run, linked, sent, receive)

@@ -32,8 +32,9 @@ class UpdateHandler(Protocol):
         """A pushed update's body (`t`: new-message, update-session, …)."""
         ...
 
-    async def rpc(self, method: str, params: str) -> str:
-        """An RPC the app called on `method` (`<happy session id>:<name>`): its sealed result."""
+    async def rpc(self, method: str, params: str) -> str | None:
+        """An RPC the app called on `method` (`<happy session id>:<name>`): its sealed result
+        (None for a session unknown here)."""
         ...
 
 

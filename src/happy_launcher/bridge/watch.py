@@ -1,7 +1,8 @@
 """One running session as the app sees it live: its pending permission requests (agentState), who
 has it (the TUI or not), whether a turn runs (`session-alive` with `thinking`, sent on every
-change and every `KEEPALIVE` seconds), and its end (`session-end`). Read from the session's
-control socket (`control/follow.py`), told to the server on the account's socket.
+change and every `KEEPALIVE` seconds), its metadata (its title once it has one; `archived` at
+the end) and its end (`session-end`). Read from the session's control socket
+(`control/follow.py`), told to the server on the account's socket.
 
 Tools the app allowed "for this session" are allowed here from then on, without asking."""
 
@@ -12,13 +13,15 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
 
-from happy_launcher.bridge.agent_state import AgentState, StatePublisher
+from happy_launcher.bridge.agent_state import AgentState
 from happy_launcher.bridge.session_rpc import Control
 from happy_launcher.bridge.updates import Updates
+from happy_launcher.bridge.versioned import Versioned
 from happy_launcher.control.client import EnvelopeBytes
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, follow
@@ -45,30 +48,40 @@ def allows(allowed: Sequence[str], permission: Permission) -> bool:
     return False
 
 
+Describe = Callable[[bool, str | None], dict[str, Any]]  # (running, first prompt) -> metadata
+
+
 class SessionWatch:
     def __init__(
         self,
         home: Path,
         view: SessionView,
         happy_id: str,
-        publisher: StatePublisher,
         updates: Updates,
         control: Control,
         clock: Clock,
+        *,
+        state: Versioned,
+        metadata: Versioned,
+        describe: Describe,
         allowed: Callable[[], Sequence[str]],
         keepalive: float = KEEPALIVE,
     ) -> None:
         self._home = home
         self._view = view
         self._happy_id = happy_id
-        self._publisher = publisher
         self._updates = updates
         self._control = control
         self._clock = clock
+        self._publisher = state
+        self._metadata = metadata
+        self._describe = describe
         self._allowed = allowed
         self._keepalive_every = keepalive
         self.state = AgentState()
         self.thinking = False
+        self._first_prompt: str | None = None
+        self._described: dict[str, Any] | None = None
 
     async def run(self) -> None:
         """Until the session ends; then its requests are canceled and `session-end` is sent."""
@@ -80,13 +93,22 @@ class SessionWatch:
         finally:
             with anyio.CancelScope(shield=True):
                 self.state.cancel_all(self._clock())
-                await self._publisher.publish(self.state)
+                await self._publisher.publish(self.state.to_json())
+                await self._describe_as(running=False)
                 await self._updates.emit("session-end", {"sid": self._happy_id, "time": self._clock()})
 
     async def resync(self) -> None:
         """After a reconnection: the server hears the state and presence again."""
-        await self._publisher.publish(self.state)
+        await self._publisher.publish(self.state.to_json())
+        await self._describe_as(running=True, again=True)
         await self._alive()
+
+    async def _describe_as(self, *, running: bool, again: bool = False) -> None:
+        """Send the metadata if it changed (or `again`, after a reconnection)."""
+        described = self._describe(running, self._first_prompt)
+        if again or described != self._described:
+            await self._metadata.publish(described)
+            self._described = described
 
     async def _follow(self) -> None:
         async with aclosing(follow(self._home, self._view, None)) as items:
@@ -95,13 +117,14 @@ class SessionWatch:
                     self.state.controlled_by_user = item.facts.mode == "local"
                     self.thinking = item.facts.busy
                     self.state.requests.clear()  # what is still pending follows, told again
-                    await self._publisher.publish(self.state)
+                    await self._publisher.publish(self.state.to_json())
+                    await self._describe_as(running=True)
                     await self._alive()
                 elif isinstance(item, PermissionRequested):
                     await self._requested(item.request)
                 elif isinstance(item, PermissionSettled):
                     if self.state.settle(item.request_id, item.outcome, self._clock()):
-                        await self._publisher.publish(self.state)
+                        await self._publisher.publish(self.state.to_json())
                 elif isinstance(item, EnvelopeBytes):
                     await self._envelope(item.body)
 
@@ -112,13 +135,20 @@ class SessionWatch:
             await self._control.answer(socket, permission.id, True, None)
             return
         self.state.request(permission, self._clock())
-        await self._publisher.publish(self.state)
+        await self._publisher.publish(self.state.to_json())
 
     async def _envelope(self, body: bytes) -> None:
-        kind = orjson.loads(body).get("ev", {}).get("t")
+        envelope = orjson.loads(body)
+        ev = envelope.get("ev", {})
+        kind = ev.get("t")
+        if self._first_prompt is None and envelope.get("role") == "user" and kind == "text":
+            self._first_prompt = ev.get("text")
+            await self._describe_as(running=True)  # a title, at last
         if kind in ("turn-start", "turn-end") and (kind == "turn-start") != self.thinking:
             self.thinking = kind == "turn-start"
             await self._alive()
+        if kind == "turn-end":
+            await self._describe_as(running=True)  # Claude may have titled the session
 
     async def _alive(self) -> None:
         alive = {"sid": self._happy_id, "time": self._clock(), "thinking": self.thinking}

@@ -5,7 +5,6 @@ a session that does not run keeps its mark and gets the rest later."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +12,15 @@ import anyio
 import pytest
 
 from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.inbox import Inbox, Linked, ServerMessage, control_send
+from happy_launcher.bridge.fake_api import FakeHappyApi
+from happy_launcher.bridge.inbox import Inbox, control_send
+from happy_launcher.bridge.links import Linked
 from happy_launcher.control.fake import FakeController
 from happy_launcher.errors import SessionEndedError
 from tests.support.control import facts, running
 
 pytestmark = pytest.mark.anyio
 CIPHER = SessionCipher("dataKey", secrets.token_bytes(32))
-LINKED = Linked("hs-alpha", "srv-1", CIPHER)
 
 
 def from_app(text: str) -> dict[str, Any]:
@@ -30,23 +30,14 @@ def from_app(text: str) -> dict[str, Any]:
 OURS = {"role": "session", "content": {"id": "e1", "ev": {"t": "text", "text": "mirrored"}}}
 
 
-class History:
-    """The server's history of one session, read in pages of `page`."""
-
-    def __init__(self, *bodies: Any, page: int = 2) -> None:
-        self.messages: list[ServerMessage] = []
-        self.page = page
-        for body in bodies:
-            self.add(body)
-
-    def add(self, body: Any) -> None:
-        seq = len(self.messages) * 2 + 1  # the server's seqs may have gaps
+async def server(*bodies: Any) -> tuple[FakeHappyApi, Linked]:
+    """The server's history of one session: what we posted (localIds) and the app's messages."""
+    api = FakeHappyApi()
+    remote = await api.create_session("hs-alpha", "meta", None, None)
+    for n, body in enumerate(bodies):
         content = body if isinstance(body, str) else CIPHER.seal(body)
-        self.messages.append(ServerMessage(f"m{seq}", seq, content))
-
-    async def after(self, happy_id: str, after_seq: int, limit: int) -> tuple[Sequence[ServerMessage], bool]:
-        later = [m for m in self.messages if m.seq > after_seq]
-        return later[: self.page], len(later) > self.page
+        api.add_message(remote.id, content, f"e{n}" if body is OURS else None)
+    return api, Linked("hs-alpha", remote.id, CIPHER)
 
 
 class Sessions:
@@ -54,10 +45,10 @@ class Sessions:
         self.socket = socket
         self.mark = 0
 
-    def received_seq(self, session: str) -> int:
+    async def received_seq(self, session: str) -> int:
         return self.mark
 
-    def advance_received(self, session: str, seq: int) -> None:
+    async def advance_received(self, session: str, seq: int) -> None:
         assert seq > self.mark
         self.mark = seq
 
@@ -69,22 +60,26 @@ async def test_the_apps_messages_reach_the_session_in_order_once_and_ours_are_no
     tmp_path: Path,
 ) -> None:
     controller = FakeController(facts())
-    history = History(from_app("one"), OURS, "bm90IHNlYWxlZA==", {"role": "user", "oops": 1}, from_app("two"))
+    api, linked = await server(
+        from_app("one"), OURS, "bm90IHNlYWxlZA==", {"role": "user", "oops": 1}, from_app("two")
+    )
+    rows = api.by_id(linked.happy_id).rows
     async with running(controller, tmp_path) as socket:
         sessions = Sessions(socket)
-        inbox = Inbox(sessions, history, control_send)
+        inbox = Inbox(sessions, api, control_send, page=2)
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:  # two readers at once: still once each
-                tg.start_soon(inbox.catch_up, LINKED)
-                tg.start_soon(inbox.catch_up, LINKED)
+                tg.start_soon(inbox.catch_up, linked)
+                tg.start_soon(inbox.catch_up, linked)
             sessions.mark = 0  # a mark lost (crash before it was saved): the session dedupes
-            await inbox.catch_up(LINKED)
-    assert [(mid, text) for mid, (_, text) in controller.sent.items()] == [("m1", "one"), ("m9", "two")]
-    assert sessions.mark == 9
+            await inbox.catch_up(linked)
+    sent = [(mid, text) for mid, (_, text) in controller.sent.items()]
+    assert sent == [(rows[0].id, "one"), (rows[4].id, "two")]
+    assert sessions.mark == 5
 
 
 async def test_a_session_not_running_keeps_its_mark_and_gets_the_message_later() -> None:
-    history = History(from_app("early"), OURS, from_app("waits"))
+    api, linked = await server(from_app("early"), OURS, from_app("waits"))
     sessions = Sessions(None)
     handed: list[str] = []
     refusals = [SessionEndedError("the session ended")]
@@ -94,18 +89,19 @@ async def test_a_session_not_running_keeps_its_mark_and_gets_the_message_later()
             raise refusals.pop()
         handed.append(text)
 
-    inbox = Inbox(sessions, history, deliver)
-    await inbox.catch_up(LINKED)
+    inbox = Inbox(sessions, api, deliver)
+    await inbox.catch_up(linked)
     assert (handed, sessions.mark) == ([], 0)
     sessions.socket = Path("/run/s.sock")
-    await inbox.catch_up(LINKED)
-    assert (handed, sessions.mark) == (["early"], 3)  # its socket refused the second: it waits
-    await inbox.catch_up(LINKED)
-    assert (handed, sessions.mark) == (["early", "waits"], 5)
+    await inbox.catch_up(linked)
+    assert (handed, sessions.mark) == (["early"], 2)  # its socket refused the second: it waits
+    await inbox.catch_up(linked)
+    assert (handed, sessions.mark) == (["early", "waits"], 3)
 
 
 async def test_a_pushed_message_asks_for_a_read_only_when_it_is_a_users() -> None:
-    inbox = Inbox(Sessions(None), History(), control_send)
-    assert inbox.pushed(LINKED, CIPHER.seal(from_app("hi")))
-    assert not inbox.pushed(LINKED, CIPHER.seal(OURS))
-    assert not inbox.pushed(LINKED, "garbage")
+    api, linked = await server()
+    inbox = Inbox(Sessions(None), api, control_send)
+    assert inbox.pushed(linked, "m1", CIPHER.seal(from_app("hi")))
+    assert not inbox.pushed(linked, "m2", CIPHER.seal(OURS))
+    assert not inbox.pushed(linked, "m3", "garbage")

@@ -68,7 +68,7 @@ async def test_running_and_ended_sessions_go_out_and_the_running_one_follows(tmp
                     CREDENTIALS,
                     "machine-1",
                     api,
-                    links=Links(linked.append),
+                    links=Links(lambda link, _view: linked.append(link)),
                     env={},
                     poll=0.01,
                 )

@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.bridge.agent_state import StatePublisher
 from happy_launcher.bridge.cipher import SessionCipher
 from happy_launcher.bridge.fake_updates import FakeUpdates
 from happy_launcher.bridge.session_rpc import SocketControl
+from happy_launcher.bridge.versioned import Versioned
 from happy_launcher.bridge.watch import SessionWatch, allows
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.fake import FakeController
@@ -28,9 +28,13 @@ pytestmark = pytest.mark.anyio
 CIPHER = SessionCipher("dataKey", secrets.token_bytes(32))
 
 
-def state(updates: FakeUpdates) -> dict[str, Any]:
-    value = updates.values.get(("update-state", "srv-1"))
+def state(updates: FakeUpdates, event: str = "update-state") -> dict[str, Any]:
+    value = updates.values.get((event, "srv-1"))
     return {} if value is None else dict(CIPHER.open(value))
+
+
+def describe(running: bool, first_prompt: str | None) -> dict[str, Any]:
+    return {"name": first_prompt, "lifecycleState": "running" if running else "archived"}
 
 
 def bash(request_id: str, command: str) -> PermissionRequest:
@@ -49,10 +53,12 @@ async def test_the_app_sees_requests_turns_and_the_end(tmp_path: Path) -> None:
                 tmp_path,
                 view,
                 "srv-1",
-                StatePublisher(updates, "srv-1", CIPHER, 0),
                 updates,
                 SocketControl(),
-                clock=lambda: 1000,
+                lambda: 1000,
+                state=Versioned(updates, "agentState", "srv-1", CIPHER),
+                metadata=Versioned(updates, "metadata", "srv-1", CIPHER),
+                describe=describe,
                 allowed=lambda: ["Bash(git status)", "Bash(npm:*)"],
             )
             async with anyio.create_task_group() as tg:
@@ -71,6 +77,8 @@ async def test_the_app_sees_requests_turns_and_the_end(tmp_path: Path) -> None:
                 controller.answer("r0", False, "no")
                 await updates.until(lambda: "r0" in state(updates).get("completedRequests", {}))
                 assert state(updates)["completedRequests"]["r0"]["status"] == "denied"
+                controller.commit([make.user_text("fix the build", 1)])
+                await updates.until(lambda: state(updates, "update-metadata").get("name") == "fix the build")
                 controller.commit([make.agent(TurnStartEv(), turn="t1", time=1)])
                 await updates.until(lambda: any(a["thinking"] for a in updates.events("session-alive")))
                 controller.commit([make.agent(TurnEndEv(status="completed"), turn="t1", time=2)])
@@ -79,6 +87,7 @@ async def test_the_app_sees_requests_turns_and_the_end(tmp_path: Path) -> None:
     final = state(updates)
     assert final["requests"] == {} and final["completedRequests"]["r2"]["status"] == "canceled"
     assert updates.events("session-end") == [{"sid": "srv-1", "time": 1000}]
+    assert state(updates, "update-metadata") == {"name": "fix the build", "lifecycleState": "archived"}
 
 
 def test_tools_allowed_for_the_session_are_happys_rules() -> None:
@@ -93,13 +102,11 @@ def test_tools_allowed_for_the_session_are_happys_rules() -> None:
     assert not allows(rules, request("Edit", file_path="/x"))
 
 
-async def test_agent_state_is_sent_by_compare_and_set_and_catches_up_a_version() -> None:
-    from happy_launcher.bridge.agent_state import AgentState
-
+async def test_a_value_is_sent_by_compare_and_set_and_catches_up_a_version() -> None:
     updates = FakeUpdates()
     updates.versions[("update-state", "srv-1")] = 7  # written before (another run of the bridge)
-    publisher = StatePublisher(updates, "srv-1", CIPHER, 0)
-    assert await publisher.publish(AgentState(controlled_by_user=True))
+    publisher = Versioned(updates, "agentState", "srv-1", CIPHER)
+    assert await publisher.publish({"controlledByUser": True})
     assert publisher.version == 8 and state(updates)["controlledByUser"] is True
     updates.down = True
-    assert not await publisher.publish(AgentState())  # said, not raised: sent again on reconnect
+    assert not await publisher.publish({})  # said, not raised: sent again on reconnect

@@ -1,0 +1,55 @@
+"""This machine on Happy's server: registered (get-or-create by its machine id) with metadata the
+app lists it by, and kept alive (`machine-alive` every `MACHINE_ALIVE` seconds) while the bridge
+runs. Its payloads are sealed as Happy's CLI seals them: a dataKey login's machine key (wrapped
+to the account's content key), a legacy login's account secret."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from happy_launcher.bridge.api import HappyApi
+from happy_launcher.bridge.cipher import SessionCipher
+from happy_launcher.bridge.credentials import Credentials
+from happy_launcher.bridge.crypto import b64, wrap_data_key
+from happy_launcher.bridge.metadata import MachineFacts
+from happy_launcher.bridge.retry import Retry
+from happy_launcher.bridge.updates import Updates
+from happy_launcher.protocol import Clock
+from happy_launcher.version import __version__
+
+MACHINE_ALIVE = 20.0  # seconds between two `machine-alive`s
+
+
+def machine_cipher(credentials: Credentials) -> tuple[SessionCipher, str | None]:
+    """The machine's cipher and its `dataEncryptionKey` (None for a legacy login)."""
+    if credentials.variant == "legacy":
+        return SessionCipher("legacy", credentials.secret), None
+    key = credentials.machine_key
+    return SessionCipher("dataKey", key), b64(wrap_data_key(key, credentials.content_public))
+
+
+def machine_metadata(machine: MachineFacts) -> dict[str, Any]:
+    return {
+        "host": machine.host,
+        "platform": machine.os,
+        "happyCliVersion": __version__,
+        "homeDir": machine.home_dir,
+        "happyHomeDir": machine.happy_home_dir,
+        "happyLibDir": "",
+    }
+
+
+async def register_machine(
+    api: HappyApi, retry: Retry, credentials: Credentials, machine: MachineFacts
+) -> None:
+    cipher, data_key = machine_cipher(credentials)
+    sealed = cipher.seal(machine_metadata(machine))
+    await retry.call(lambda: api.create_machine(machine.machine_id, sealed, data_key))
+
+
+async def keep_alive(updates: Updates, machine_id: str, clock: Clock, every: float = MACHINE_ALIVE) -> None:
+    while True:
+        await updates.emit("machine-alive", {"machineId": machine_id, "time": clock()})
+        await anyio.sleep(every)
