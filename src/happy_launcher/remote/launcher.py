@@ -71,8 +71,8 @@ async def connect(
         on_notice(notice)
     if broker is None:
         broker = PermissionBroker(Cuid2Ids(), timeout=permission_timeout)
-    if built.options.permission_mode != "bypassPermissions":  # else the SDK never asks
-        built.options.can_use_tool = can_use_tool(broker)
+    # Also under bypassPermissions: a message may set another mode later (`MessageMeta`).
+    built.options.can_use_tool = can_use_tool(broker)
 
     def transcript(claude_id: str) -> Path:
         return transcript_path(env, cwd, claude_id)
