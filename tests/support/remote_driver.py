@@ -108,14 +108,16 @@ async def driven(
     *,
     hold: bool = False,
     on_interrupt: OnInterrupt = "answer",
+    refuse: str | None = None,
     takes: bool = True,
     take_timeout: float = 30.0,
     interrupt_grace: float = 30.0,
 ) -> AsyncIterator[Driven]:
     """The driver running on the scenario's Claude session; closed (and its run over) on the
-    way out. `takes`: the prompts' records are written as Claude takes them (else by the test)."""
+    way out. `takes`: the prompts' records are written as Claude takes them (else by the test);
+    `refuse`: the SDK's error for any setting (mode, model)."""
     turns = recorded_turns(scenario_dir(scenario))
-    sdk = FakeSdkClient([turn for _, turn in turns], hold=hold, on_interrupt=on_interrupt)
+    sdk = FakeSdkClient([turn for _, turn in turns], hold=hold, on_interrupt=on_interrupt, refuse=refuse)
     recorded = main_transcript(scenario_dir(scenario))
     project = tmp_path / "project"
     project.mkdir()  # watched from the start (Claude creates it before the transcript)

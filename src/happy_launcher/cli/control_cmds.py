@@ -110,6 +110,21 @@ def send(
             show_default=False,
         ),
     ] = None,
+    permission_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--permission-mode",
+            metavar="MODE",
+            help="Claude's permission mode from this message on, in remote mode (the TUI keeps its "
+            "own): default, acceptEdits, bypassPermissions, plan (Happy's yolo, safe-yolo, read-only too).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="Claude's model (a name or an alias) from this message on, as --permission-mode."
+        ),
+    ] = None,
 ) -> None:
     """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
     words = words or []
@@ -122,7 +137,9 @@ def send(
         raise fail(UsageError("nothing to send: give TEXT, or pipe it on stdin"))
     mid = message_id or str(uuid.uuid4())
     mode: InputMode | None = None if inject is None else "inject" if inject else "switch"
-    accepted = _run(lambda home: verbs.send(home, selector, text, mid, mode))
+    accepted = _run(
+        lambda home: verbs.send(home, selector, text, mid, mode, permission_mode=permission_mode, model=model)
+    )
     typer.echo(f"{'already accepted' if accepted.duplicate else 'accepted'}: message {mid}")
 
 

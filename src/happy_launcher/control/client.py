@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import anyio
 
@@ -45,8 +45,15 @@ from happy_launcher.errors import (
     MessageTooLargeError,
     RequestRefusedError,
     SessionEndedError,
+    UsageError,
 )
-from happy_launcher.session.ports import InputMode, Mode, message_too_large
+from happy_launcher.session.ports import (
+    InputMode,
+    MessagePermissionMode,
+    Mode,
+    message_too_large,
+    meta_problem,
+)
 
 MAX_SERVER_LINE = 256 << 20  # an envelope carries a whole tool result: allow for big ones
 CONNECT_TIMEOUT = 5.0
@@ -153,11 +160,30 @@ class ControlClient:
     async def status(self) -> StatusReply:
         return _expect(await self.request(StatusRequest(type="status", id=self._next_id())), StatusReply)
 
-    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> AcceptedReply:
-        """MessageTooLargeError, before anything is sent, for a message over 1 MiB."""
+    async def send(
+        self,
+        message_id: str,
+        text: str,
+        mode: InputMode | None = None,
+        *,
+        permission_mode: str | None = None,
+        model: str | None = None,
+    ) -> AcceptedReply:
+        """Before anything is sent: MessageTooLargeError for a message over 1 MiB, UsageError for
+        a `permission_mode` not in MESSAGE_PERMISSION_MODES or a `model` not 1-200 characters."""
         if (too_large := message_too_large(text)) is not None:
             raise MessageTooLargeError(too_large)
-        request = SendRequest(type="send", id=self._next_id(), message_id=message_id, text=text, mode=mode)
+        if (bad := meta_problem(permission_mode, model)) is not None:
+            raise UsageError(bad)
+        request = SendRequest(
+            type="send",
+            id=self._next_id(),
+            message_id=message_id,
+            text=text,
+            mode=mode,
+            permission_mode=cast(MessagePermissionMode | None, permission_mode),
+            model=model,
+        )
         return _expect(await self.request(request), AcceptedReply)
 
     async def switch(self, to: Mode) -> OkReply:

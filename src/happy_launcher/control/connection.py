@@ -40,7 +40,7 @@ from happy_launcher.control.wire import (
     encode,
     parse_request,
 )
-from happy_launcher.session.ports import Controller, ControlRefused
+from happy_launcher.session.ports import Controller, ControlRefused, MessageMeta
 from happy_launcher.version import __version__
 
 _log = logging.getLogger(__name__)
@@ -147,7 +147,8 @@ class _Connection:
             case SubscribeRequest(after_seq=after_seq):
                 return self._subscribe(request.id, after_seq, tg)
             case SendRequest(message_id=message_id, text=text, mode=mode):
-                return AcceptedReply.of(request.id, await controller.send(message_id, text, mode))
+                meta = MessageMeta.of(request.permission_mode, request.model)
+                return AcceptedReply.of(request.id, await controller.send(message_id, text, mode, meta))
             case SwitchRequest(to=to):
                 return OkReply(id=request.id, outcome=await controller.switch(to))
             case AbortRequest():

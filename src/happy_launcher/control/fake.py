@@ -11,11 +11,13 @@ import anyio
 
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.ports import (
+    NO_META,
     AbortOutcome,
     Accepted,
     CommitSubscriber,
     ControlRefused,
     InputMode,
+    MessageMeta,
     Mode,
     PermissionAnswer,
     PermissionListener,
@@ -33,6 +35,7 @@ class FakeController:
         self.stored: list[tuple[int, bytes]] = []
         self.sent: dict[str, tuple[Accepted, str]] = {}  # by message id
         self.modes: dict[str, InputMode | None] = {}  # each sent message's mode, by message id
+        self.metas: dict[str, MessageMeta] = {}  # each sent message's meta, by message id
         self.aborts = 0
         self.answers: list[tuple[str, bool, str | None]] = []
         self.refuse_switch: str | None = None  # a ControlRefused message for the next switches
@@ -88,12 +91,15 @@ class FakeController:
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)
 
-    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
+    async def send(
+        self, message_id: str, text: str, mode: InputMode | None = None, meta: MessageMeta = NO_META
+    ) -> Accepted:
         if message_id in self.sent:
             return replace(self.sent[message_id][0], duplicate=True)
         accepted = Accepted(message_seq=len(self.sent) + 1, duplicate=False)
         self.sent[message_id] = (accepted, text)
         self.modes[message_id] = mode
+        self.metas[message_id] = meta
         return accepted
 
     async def switch(self, to: Mode) -> SwitchOutcome:

@@ -44,10 +44,17 @@ def _ended(view: SessionView) -> SessionEndedError:
 
 
 async def send(
-    home: Path, selector: str | None, text: str, message_id: str, mode: InputMode | None = None
+    home: Path,
+    selector: str | None,
+    text: str,
+    message_id: str,
+    mode: InputMode | None = None,
+    *,
+    permission_mode: str | None = None,
+    model: str | None = None,
 ) -> AcceptedReply:
     async with _running(home, selector) as client:
-        return await client.send(message_id, text, mode)
+        return await client.send(message_id, text, mode, permission_mode=permission_mode, model=model)
 
 
 async def switch(home: Path, selector: str | None, to: Mode) -> str | None:

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, 
 
 from happy_launcher.protocol.wire import Envelope
 from happy_launcher.session.ports import (
+    MAX_MODEL,
     Accepted,
+    MessagePermissionMode,
     PermissionAnswer,
     PermissionRequest,
     SessionFacts,
@@ -116,6 +118,22 @@ class SendRequest(_Line):
             "(`happy claude --happy-remote-input`). In remote mode both are a plain send; a "
             "watch-only session refuses both. The reply comes once the message is stored"
         ),
+    )
+    permission_mode: MessagePermissionMode | None = Field(
+        default=None,
+        description=(
+            "Claude's permission mode from this message on (Happy's `meta.permissionMode`; Happy's "
+            "`yolo` is bypassPermissions, `safe-yolo` and `read-only` are default). Remote mode "
+            "applies it before sending the message; the TUI keeps its own (a service envelope says "
+            "so). Stored with the message; null: unchanged"
+        ),
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_MODEL,
+        description="Claude's model (a name or an alias) from this message on (Happy's `meta.model`), "
+        "as `permission_mode` is; null: unchanged",
     )
 
 

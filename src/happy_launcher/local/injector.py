@@ -81,6 +81,8 @@ class Injector:
             session = self._ref.get()
             if all(p.seq != prompt.seq for p in session.pending_prompts()):
                 continue  # taken meanwhile (its record was read after a restart)
+            if prompt.meta:
+                session.mirror.notice(_keeps_its_own(prompt))
             try:
                 problem = await self._inject(pty, prompt)
             except Exception as exc:  # never let a failed injection stop the TUI's run
@@ -157,6 +159,18 @@ class Injector:
     def _lines(self, pty: Pty) -> list[str]:
         rows, cols = pty.size()
         return self._screen.lines(rows, cols)
+
+
+def _keeps_its_own(prompt: InboundPrompt) -> str:
+    """The service line for a message that asks for a permission mode or a model: only remote
+    mode applies them (an SDK call); typing cannot."""
+    meta = prompt.meta
+    asked = [f"permission mode {meta.permission_mode}"] if meta.permission_mode else []
+    asked += [f"model {meta.model}"] if meta.model else []
+    return (
+        f"The message {prompt.message_id} asks for {' and '.join(asked)}: Claude's TUI keeps its own "
+        "permission mode and model, so it is typed as it is."
+    )
 
 
 def _drawn(lines: list[str]) -> bool:

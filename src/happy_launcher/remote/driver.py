@@ -20,11 +20,11 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -42,11 +42,13 @@ from happy_launcher.errors import RemoteError
 from happy_launcher.protocol import TurnStatus
 from happy_launcher.remote.claude_stderr import ClaudeStderr
 from happy_launcher.remote.sdk_client import SdkClient, SdkClientFactory
+from happy_launcher.session.ports import NO_META, MessageMeta
 
 _log = logging.getLogger(__name__)
 INTERRUPT_GRACE = 5.0  # seconds Claude gets to end an interrupted turn before we end it ourselves
 # Seconds a prompt waits for its record on disk (2-183 ms measured) before its turn goes on.
 TAKE_TIMEOUT = 30.0
+_S = TypeVar("_S", bound=str)
 
 
 class MirrorPort(QueueTarget, Protocol):
@@ -57,6 +59,8 @@ class MirrorPort(QueueTarget, Protocol):
     def turn(self) -> str | None: ...
 
     def finish(self) -> object: ...
+
+    def notice(self, text: str) -> object: ...
 
 
 class SessionPort(Protocol):
@@ -153,6 +157,9 @@ class RemoteDriver:
         self._tailed: set[str] = set()
         self._prompts: dict[str, _Prompt] = {}  # sent, waiting for their record on disk
         self.sent: set[str] = set()  # uuids of the prompts sent in this connection
+        # What Claude runs with now, as far as we know (None: Claude's own default).
+        self.permission_mode: str | None = options.permission_mode
+        self.model: str | None = options.model
         self._behind = False  # the transcript holds more than the session mirrored (`_catch_up`)
         self._idle = anyio.Event()
         self._idle.set()
@@ -211,11 +218,15 @@ class RemoteDriver:
         for prompt in self._prompts.values():  # the final read of the transcript tells
             prompt.settle("skip")
 
-    async def send(self, text: str, prompt_uuid: str | None = None) -> SentPrompt:
-        """Send a prompt (under `prompt_uuid`, default a new one); returns once its user text and
-        turn-start are committed, which is once Claude has written its record (or after
-        the take timeout: then its turn goes on, and the record counts when it comes)."""
+    async def send(
+        self, text: str, prompt_uuid: str | None = None, meta: MessageMeta = NO_META
+    ) -> SentPrompt:
+        """Send a prompt (under `prompt_uuid`, default a new one), `meta` applied first; returns
+        once its user text and turn-start are committed, which is once Claude has written its
+        record (or after the take timeout: then its turn goes on, and the record counts when it
+        comes)."""
         client = self._require_client()
+        await self._apply(client, meta)
         prompt_uuid = prompt_uuid or str(uuid.uuid4())
         prompt = self._prompts[prompt_uuid] = _Prompt()
         self.sent.add(prompt_uuid)
@@ -236,6 +247,28 @@ class RemoteDriver:
             self._idle.set()
             raise RemoteError("remote mode stopped before Claude took the prompt: send it again")
         return SentPrompt(prompt_uuid, prompt.turn)
+
+    async def _apply(self, client: SdkClient, meta: MessageMeta) -> None:
+        """A message's permission mode and model, set on the live client before its prompt: they
+        hold from it on, as in Happy. A failure is said in a service envelope; the prompt goes."""
+        mode, model = meta.permission_mode, meta.model
+        if mode not in (None, self.permission_mode) and await self._setting(
+            "permission mode", mode, client.set_permission_mode
+        ):
+            self.permission_mode = mode
+        if model not in (None, self.model) and await self._setting("model", model, client.set_model):
+            self.model = model
+
+    async def _setting(self, what: str, value: _S, setter: Callable[[_S], Awaitable[None]]) -> bool:
+        try:
+            await setter(value)
+        except Exception as exc:  # Claude's refusal comes as a bare Exception from the SDK
+            _log.warning("setting the %s to %s failed: %s", what, value, exc)
+            self._session.mirror.notice(
+                f"Claude's {what} could not be set to {value} ({exc}): the message was sent without it."
+            )
+            return False
+        return True
 
     async def _taken(self, prompt_uuid: str, prompt: _Prompt) -> Taken:
         with anyio.move_on_after(self._take_timeout):

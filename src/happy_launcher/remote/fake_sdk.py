@@ -1,7 +1,7 @@
 """An Agent SDK client kept in memory, beside the real one (`ClaudeSDKClient`): remote mode's
 driver runs against it in-process. It replays what Claude said in a recorded run, one turn per
-prompt, and records what the driver asked; a test that `hold`s it decides when each message
-arrives (to race the SDK feed against the transcript's)."""
+prompt, and records what the driver asked (`calls`: settings and prompts, in order); a test that
+`hold`s it decides when each message arrives (to race the SDK feed against the transcript's)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import anyio
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import Message
+from claude_agent_sdk.types import Message, PermissionMode
 
 # What the fake does when interrupted: say the rest of the turn (`FakeTurn.after_interrupt`),
 # say nothing, or never answer the interrupt at all.
@@ -29,10 +29,16 @@ class FakeTurn:
 
 class FakeSdkClient:
     """Also its own factory (`RemoteDriver(client=fake)`): one connection. `hold`: messages
-    wait in `held` until `release`d."""
+    wait in `held` until `release`d. `refuse`: what setting a mode or model raises, as Claude's
+    refusal would."""
 
     def __init__(
-        self, turns: Sequence[FakeTurn] = (), *, hold: bool = False, on_interrupt: OnInterrupt = "answer"
+        self,
+        turns: Sequence[FakeTurn] = (),
+        *,
+        hold: bool = False,
+        on_interrupt: OnInterrupt = "answer",
+        refuse: str | None = None,
     ) -> None:
         self._turns = list(turns)
         self._turn: FakeTurn | None = None
@@ -41,6 +47,9 @@ class FakeSdkClient:
         self.options: ClaudeAgentOptions | None = None
         self.disconnected = False
         self.prompts: list[dict[str, Any]] = []  # the user messages the driver sent, in order
+        # In order: ("permission_mode", mode), ("model", name), ("query", the prompt's uuid).
+        self.calls: list[tuple[str, str | None]] = []
+        self._refuse = refuse
         self.interrupts = 0
         self.held: list[Message] = []
         self._out, self._in = anyio.create_memory_object_stream[Message](math.inf)
@@ -61,6 +70,7 @@ class FakeSdkClient:
     async def query(self, prompt: AsyncIterable[dict[str, Any]]) -> None:
         async for message in prompt:
             self.prompts.append(message)
+            self.calls.append(("query", message.get("uuid")))
             self._turn = self._turns.pop(0) if self._turns else FakeTurn(())
             self._say(self._turn.messages)
             self._prompt_out.send_nowait(message)
@@ -78,6 +88,17 @@ class FakeSdkClient:
             await anyio.sleep_forever()
         if self._on_interrupt == "answer" and self._turn is not None:
             self._say(self._turn.after_interrupt)
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        self._setting("permission_mode", mode)
+
+    async def set_model(self, model: str | None = None) -> None:
+        self._setting("model", model)
+
+    def _setting(self, name: str, value: str | None) -> None:
+        if self._refuse is not None:
+            raise Exception(self._refuse)  # noqa: TRY002 (the SDK's own: Claude's error answer)
+        self.calls.append((name, value))
 
     async def disconnect(self) -> None:
         self.disconnected = True

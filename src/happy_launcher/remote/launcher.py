@@ -71,8 +71,10 @@ async def connect(
         on_notice(notice)
     if broker is None:
         broker = PermissionBroker(Cuid2Ids(), timeout=permission_timeout)
-    if built.options.permission_mode != "bypassPermissions":  # else the SDK never asks
-        built.options.can_use_tool = can_use_tool(broker)
+    # A message may set another permission mode later (`MessageMeta`): Claude asks through us
+    # after a bypass too, and lets a message set bypassPermissions (Happy's yolo) at all.
+    built.options.can_use_tool = can_use_tool(broker)
+    built.options.extra_args.setdefault("allow-dangerously-skip-permissions", None)
 
     def transcript(claude_id: str) -> Path:
         return transcript_path(env, cwd, claude_id)

@@ -16,7 +16,7 @@ from happy_launcher.protocol import Envelope
 from happy_launcher.remote.driver import RemoteDriver, SentPrompt
 from happy_launcher.session.inbound import InboundPrompt
 from happy_launcher.session.permissions import PermissionBroker
-from happy_launcher.session.ports import CommitSubscriber, PermissionAnswer
+from happy_launcher.session.ports import NO_META, CommitSubscriber, MessageMeta, PermissionAnswer
 
 
 class Committed(Protocol):
@@ -78,14 +78,21 @@ class RemoteSession:
                     if envelope.ev.t == "turn-end":
                         return
 
-    async def submit(self, text: str, prompt_uuid: str | None = None) -> SentPrompt:
-        """Send a prompt (under `prompt_uuid`, default a new one) once the running turn (if
-        any) has ended; its envelopes come to the subscribers. Returns once Claude has taken
-        it and its user text and turn-start are committed."""
+    @property
+    def model(self) -> str | None:
+        """Claude's model now, when known (the run's --model, or the last message's)."""
+        return self._driver.model
+
+    async def submit(
+        self, text: str, prompt_uuid: str | None = None, meta: MessageMeta = NO_META
+    ) -> SentPrompt:
+        """Send a prompt (under `prompt_uuid`, default a new one; `meta` applied first) once the
+        running turn (if any) has ended; its envelopes come to the subscribers. Returns once
+        Claude has taken it and its user text and turn-start are committed."""
         async with self._sending:  # one turn at a time, in order, whoever sends (screen, clients)
             while self._driver.busy:
                 await self._driver.wait_idle()
-            return await self._driver.send(text, prompt_uuid)
+            return await self._driver.send(text, prompt_uuid, meta)
 
     def has_pending(self) -> bool:
         """Some inbound message waits for Claude."""
@@ -100,7 +107,7 @@ class RemoteSession:
         async with self._delivering:  # two callers never send one message twice
             for prompt in self._session.pending_prompts():
                 if prompt.uuid not in self._driver.sent:
-                    sent.append(await self.submit(prompt.text, prompt.uuid))
+                    sent.append(await self.submit(prompt.text, prompt.uuid, prompt.meta))
         return sent
 
     def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:

@@ -4,6 +4,7 @@ partial text, permission prompts in; prompts, interrupts and answers out."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import anyio
 
@@ -31,9 +32,9 @@ class ScreenLink:
         signals: SignalReceiver = anyio.open_signal_receiver,
     ) -> None:
         self._remote = remote
-        status = StatusInfo(remote.happy_session_id, remote.claude_session_id, model)
+        self._status = StatusInfo(remote.happy_session_id, remote.claude_session_id, model)
         self.screen = RemoteScreen(
-            self, status=status, stdin_fd=stdin_fd, stdout_fd=stdout_fd, signals=signals
+            self, status=self._status, stdin_fd=stdin_fd, stdout_fd=stdout_fd, signals=signals
         )
 
     # --- what the screen asks (ScreenActions) -----------------------------------------------
@@ -50,6 +51,10 @@ class ScreenLink:
     # --- what the session tells ---------------------------------------------------------------
 
     def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
+        model = self._remote.model  # a message may have set another (applied before its prompt)
+        if model is not None and model != self._status.model:
+            self._status = replace(self._status, model=model)
+            self.screen.set_status(self._status)
         self.screen.on_envelopes(envelopes)
 
     def partial(self, partial: Partial) -> None:

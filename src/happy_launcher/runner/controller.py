@@ -15,11 +15,13 @@ from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.session.continuity import ChainMark, check, mark
 from happy_launcher.session.launcher import Run
 from happy_launcher.session.ports import (
+    NO_META,
     AbortOutcome,
     Accepted,
     CommitSubscriber,
     ControlRefused,
     InputMode,
+    MessageMeta,
     Mode,
     Outcome,
     PermissionAnswer,
@@ -118,7 +120,9 @@ class SessionController:
     def subscribe(self, subscriber: CommitSubscriber) -> Callable[[], None]:
         return self._ref.get().subscribe(subscriber)
 
-    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
+    async def send(
+        self, message_id: str, text: str, mode: InputMode | None = None, meta: MessageMeta = NO_META
+    ) -> Accepted:
         if not text.strip():
             raise ControlRefused("the message is empty: send some text")
         if (too_large := message_too_large(text)) is not None:  # a client that did not check
@@ -132,7 +136,7 @@ class SessionController:
             if problem is not None:
                 raise ControlRefused(problem)
             text = normalized(text)
-        accepted = self._ref.get().accept_inbound(message_id, text, mode)
+        accepted = self._ref.get().accept_inbound(message_id, text, mode, meta)
         if front is not None and not accepted.duplicate:
             front.inbound()  # between launchers: the next one delivers what is pending
         return accepted

@@ -37,7 +37,7 @@ from happy_launcher.session.inbound import (
     redeliver_unanswered,
 )
 from happy_launcher.session.mirror import Mirror
-from happy_launcher.session.ports import Accepted, CommitSubscriber, InputMode
+from happy_launcher.session.ports import NO_META, Accepted, CommitSubscriber, InputMode, MessageMeta
 from happy_launcher.session.sinks import BackgroundSink, EnvelopeSink, JsonLinesSink
 from happy_launcher.store.sessions import SessionInfo, SessionStore
 from happy_launcher.store.sweep import clean_kept_settings, clean_run_dirs, end_dead_sessions
@@ -202,16 +202,18 @@ class Session:
 
     # --- inbound messages ---------------------------------------------------------------------
 
-    def accept_inbound(self, message_id: str, text: str, mode: InputMode = "switch") -> Accepted:
-        """Store a client's message for Claude before it is acknowledged (idempotent on
-        `message_id`). A message that comes before Claude has named its session binds the
+    def accept_inbound(
+        self, message_id: str, text: str, mode: InputMode = "switch", meta: MessageMeta = NO_META
+    ) -> Accepted:
+        """Store a client's message for Claude, with its `meta`, before it is acknowledged
+        (idempotent on `message_id`). A message that comes before Claude has named its session binds the
         session now, as a new happy session: storing it cannot wait, and the cost is only that
         this run does not continue the happy session of a Claude session it then resumes."""
         if self.id is None:
             self._bind(None)
         assert self.id is not None
         prompt_uuid = str(uuid.uuid4())
-        accepted = accept(self.store, self.id, message_id, text, self._clock(), prompt_uuid, mode)
+        accepted = accept(self.store, self.id, message_id, text, self._clock(), prompt_uuid, mode, meta)
         if not accepted.duplicate:
             self.inbound.expect(prompt_uuid, accepted.message_seq)
         return accepted

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import get_args
 
 import orjson
 
 from happy_launcher.claude.records import Record, text_of
 from happy_launcher.session.continuity import LeafPrompt
-from happy_launcher.session.ports import Accepted, InputMode
+from happy_launcher.session.ports import NO_META, Accepted, InputMode, MessageMeta, PermissionMode
 from happy_launcher.store.resume import Delivered, InboundMessage
 from happy_launcher.store.sessions import SessionStore
 
@@ -34,7 +35,7 @@ _log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class InboundPrompt:
     """A stored inbound message: sent to Claude as `text` under prompt uuid `uuid` (or typed
-    into the TUI, with `inject`)."""
+    into the TUI, with `inject`), after its `meta` is applied."""
 
     seq: int
     message_id: str
@@ -42,6 +43,7 @@ class InboundPrompt:
     uuid: str
     inject: bool = False
     again: bool = False  # taken once, never answered: its user text was already shown
+    meta: MessageMeta = NO_META
 
 
 def accept(
@@ -52,13 +54,11 @@ def accept(
     now: int,
     prompt_uuid: str,
     mode: InputMode = "switch",
+    meta: MessageMeta = NO_META,
 ) -> Accepted:
     """Store a client's message for Claude, to be sent under `prompt_uuid` (idempotent on
-    `message_id`: a repeat keeps the first one's text, uuid and mode)."""
-    fields: dict[str, object] = {"text": text, "uuid": prompt_uuid}
-    if mode == "inject":
-        fields["inject"] = True
-    body = orjson.dumps(fields)
+    `message_id`: a repeat keeps the first one's text, uuid, mode and meta)."""
+    body = _body(text, prompt_uuid, inject=mode == "inject", meta=meta)
     seq, created = store.append_inbound(happy_session_id, message_id, now, body)
     return Accepted(message_seq=seq, duplicate=not created)
 
@@ -89,10 +89,8 @@ def redeliver_unanswered(
     for message in ([] if last is None else [last]) + pending:
         taken = _read(message)
         if taken is not None and _is_it(leaf, taken):
-            fields: dict[str, object] = {"text": taken.text, "uuid": prompt_uuid, "again": True}
-            if taken.inject:
-                fields["inject"] = True
-            store.redeliver_inbound(happy_session_id, taken.seq, orjson.dumps(fields))
+            body = _body(taken.text, prompt_uuid, inject=taken.inject, meta=taken.meta, again=True)
+            store.redeliver_inbound(happy_session_id, taken.seq, body)
             return True
     return False
 
@@ -100,6 +98,20 @@ def redeliver_unanswered(
 def _is_it(leaf: LeafPrompt, taken: InboundPrompt) -> bool:
     """Sent under its uuid, or typed into the TUI (whose record has a uuid of the TUI's own)."""
     return leaf.uuid == taken.uuid or (taken.inject and prompt_key(leaf.text) == prompt_key(taken.text))
+
+
+def _body(text: str, prompt_uuid: str, *, inject: bool, meta: MessageMeta, again: bool = False) -> bytes:
+    """A stored message's body: its keys only when set (a body without them reads as unset)."""
+    fields: dict[str, object] = {"text": text, "uuid": prompt_uuid}
+    if again:
+        fields["again"] = True
+    if inject:
+        fields["inject"] = True
+    if meta.permission_mode is not None:
+        fields["permission_mode"] = meta.permission_mode
+    if meta.model is not None:
+        fields["model"] = meta.model
+    return orjson.dumps(fields)
 
 
 def _read(message: InboundMessage) -> InboundPrompt | None:
@@ -112,8 +124,12 @@ def _read(message: InboundMessage) -> InboundPrompt | None:
     text, prompt_uuid = body.get("text"), body.get("uuid")
     if not isinstance(text, str) or not isinstance(prompt_uuid, str):
         return None
+    mode, model = body.get("permission_mode"), body.get("model")
+    if mode not in (None, *get_args(PermissionMode)) or not isinstance(model, str | None):
+        return None
     inject, again = body.get("inject") is True, body.get("again") is True
-    return InboundPrompt(message.seq, message.id, text, prompt_uuid, inject, again=again)
+    meta = MessageMeta(mode, model)
+    return InboundPrompt(message.seq, message.id, text, prompt_uuid, inject, again=again, meta=meta)
 
 
 class InboundLedger:

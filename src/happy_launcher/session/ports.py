@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast, get_args
 
 from happy_launcher.errors import HappyError
 from happy_launcher.protocol import Envelope
@@ -19,6 +19,44 @@ SwitchOutcome = Literal["switched", "already-there"]  # what a `switch` did
 AbortOutcome = Literal["aborted", "no-turn"]  # what an `abort` did
 InputMode = Literal["inject", "switch"]  # how local mode takes a message (see SendRequest.mode)
 MAX_MESSAGE = 1 << 20  # bytes of UTF-8: the largest message `send` takes (README, control-protocol.md)
+# Claude's modes, as a message sets them.
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan"]
+# What a message may name: Claude's modes, and Happy's names for Codex's (mapped by `MessageMeta.of`).
+MessagePermissionMode = Literal[PermissionMode, "read-only", "safe-yolo", "yolo"]
+MESSAGE_PERMISSION_MODES: tuple[str, ...] = get_args(MessagePermissionMode)
+MAX_MODEL = 200  # characters of a message's model name
+
+
+def meta_problem(permission_mode: str | None, model: str | None) -> str | None:
+    """Why a message's permission mode or model cannot be taken, in words; else None."""
+    if permission_mode is not None and permission_mode not in MESSAGE_PERMISSION_MODES:
+        return f"permission mode {permission_mode!r} is not one of {', '.join(MESSAGE_PERMISSION_MODES)}"
+    if model is not None and not 0 < len(model) <= MAX_MODEL:
+        return f"the model name must be 1 to {MAX_MODEL} characters (it is {len(model)})"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageMeta:
+    """What a message asks of Claude besides its text (Happy's `meta.permissionMode`, `meta.model`):
+    remote mode applies them before sending it, and they hold after it; None: unchanged."""
+
+    permission_mode: PermissionMode | None = None
+    model: str | None = None
+
+    @classmethod
+    def of(cls, permission_mode: str | None, model: str | None) -> MessageMeta:
+        """From a message's names (validated before: `MessagePermissionMode`)."""
+        # As Happy's CLI maps them for Claude.
+        happy = {"yolo": "bypassPermissions", "safe-yolo": "default", "read-only": "default"}
+        mode = None if permission_mode is None else happy.get(permission_mode, permission_mode)
+        return cls(cast(PermissionMode | None, mode), model)
+
+    def __bool__(self) -> bool:
+        return self.permission_mode is not None or self.model is not None
+
+
+NO_META = MessageMeta()
 
 
 def message_too_large(text: str) -> str | None:
@@ -121,10 +159,12 @@ class Controller(Protocol):
         block); returns the unsubscribe function."""
         ...
 
-    async def send(self, message_id: str, text: str, mode: InputMode | None = None) -> Accepted:
+    async def send(
+        self, message_id: str, text: str, mode: InputMode | None = None, meta: MessageMeta = NO_META
+    ) -> Accepted:
         """Store a user message for Claude (idempotent on `message_id`) and have it delivered
-        (`mode`: how local mode takes it; None: the session's default): returns once it is
-        stored, before Claude has taken it."""
+        (`mode`: how local mode takes it; None: the session's default; `meta`: stored with it):
+        returns once it is stored, before Claude has taken it."""
         ...
 
     async def switch(self, to: Mode) -> SwitchOutcome:

@@ -22,10 +22,10 @@ from happy_launcher.control.wire import (
     PermissionRequested,
     PermissionSettled,
 )
-from happy_launcher.errors import ControlProtocolError, RequestRefusedError
+from happy_launcher.errors import ControlProtocolError, RequestRefusedError, UsageError
 from happy_launcher.runner.controller import SessionController
 from happy_launcher.session.launcher import Run
-from happy_launcher.session.ports import PermissionRequest
+from happy_launcher.session.ports import MessageMeta, PermissionRequest
 from tests.support.control import Envelopes, facts, running
 
 pytestmark = pytest.mark.anyio
@@ -82,6 +82,34 @@ async def test_send_is_idempotent_on_the_message_id(tmp_path: Path) -> None:
     assert (first.message_seq, first.duplicate) == (1, False)
     assert (again.message_seq, again.duplicate) == (1, True)
     assert other.message_seq == 2 and controller.sent["m-2"][1] == "more"
+
+
+async def test_a_permission_mode_and_a_model_reach_the_session_happys_names_mapped(tmp_path: Path) -> None:
+    controller = FakeController(facts())
+    async with running(controller, tmp_path) as path, connect(path) as client:
+        await client.send("m-1", "go", permission_mode="yolo", model="claude-opus-4-1")
+        await client.send("m-2", "plan it", "inject", permission_mode="plan")
+        await client.send("m-3", "plain")
+    assert controller.metas == {
+        "m-1": MessageMeta("bypassPermissions", "claude-opus-4-1"),
+        "m-2": MessageMeta("plan", None),
+        "m-3": MessageMeta(),
+    }
+
+
+async def test_an_unknown_permission_mode_is_refused_in_one_line(tmp_path: Path) -> None:
+    controller = FakeController(facts())
+    line = b'{"type":"send","id":"s","message_id":"m","text":"hi","permission_mode":"always"}\n'
+    async with running(controller, tmp_path) as path:
+        [reply] = await raw_exchange(path, line, 1)
+        async with connect(path) as client:
+            with pytest.raises(UsageError, match=r"^permission mode 'always' is not one of default, "):
+                await client.send("m", "hi", permission_mode="always")
+            with pytest.raises(UsageError, match="model name must be 1 to 200"):
+                await client.send("m", "hi", model="x" * 201)
+    assert (reply["code"], reply["id"]) == ("bad-request", "s") and "\n" not in str(reply["message"])
+    assert str(reply["message"]).startswith("send.permission_mode: Input should be 'default', ")
+    assert not controller.sent
 
 
 async def test_two_clients_sending_at_once_both_get_their_answers(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from happy_launcher.local.tui_input import ENTER, STASH
 from happy_launcher.local.tui_screen import TuiScreen
 from happy_launcher.protocol import Envelope, ServiceEv
 from happy_launcher.session.launcher import Run
+from happy_launcher.session.ports import NO_META, MessageMeta
 from tests.support.records import user
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
@@ -71,9 +72,11 @@ class Notices:
             self.came.set()
 
 
-async def inject(ref: Run, injector: Injector, text: str, message_id: str = "m-1") -> None:
+async def inject(
+    ref: Run, injector: Injector, text: str, message_id: str = "m-1", meta: MessageMeta = NO_META
+) -> None:
     session = ref.get()
-    session.accept_inbound(message_id, text, "inject")
+    session.accept_inbound(message_id, text, "inject", meta)
     injector.add(next(p for p in session.pending_prompts() if p.message_id == message_id))
 
 
@@ -178,6 +181,26 @@ async def test_without_confirmation_it_is_reported_and_stays_undelivered(ref: Ru
     ]
     ref.get().deliver([user("hello", uuid="u-1")])  # the user typing the same text is not it
     assert [p.message_id for p in ref.get().pending_prompts()] == ["m-1"]
+
+
+async def test_a_permission_mode_or_a_model_is_said_to_stay_the_tuis_and_the_message_typed(ref: Run) -> None:
+    tui = Tui(IDLE)
+    injector = Injector(ref, tui.screen, waits=FAST)
+    notices = Notices()
+    ref.get().subscribe(notices)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(injector.run, tui.pty)
+        await inject(ref, injector, "plan it", meta=MessageMeta("plan", "claude-opus-4-1"))
+        await tui.until([b"plan it", ENTER])
+        confirm(ref, injector, "plan it")
+        await tui.resumed()
+        await inject(ref, injector, "plain", "m-2")
+        await tui.until([b"plain", ENTER])
+        tg.cancel_scope.cancel()
+    assert notices.texts == [
+        "The message m-1 asks for permission mode plan and model claude-opus-4-1: Claude's TUI keeps "
+        "its own permission mode and model, so it is typed as it is."
+    ]  # once, and none for a message without them
 
 
 async def test_keys_the_user_types_meanwhile_are_held_then_typed_in_order(ref: Run) -> None:

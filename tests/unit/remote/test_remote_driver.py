@@ -8,8 +8,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from happy_launcher.protocol import Cuid2Ids, ServiceEv
 from happy_launcher.remote.driver import SentPrompt
 from happy_launcher.remote.fake_sdk import OnInterrupt
+from happy_launcher.remote.remote_session import RemoteSession
+from happy_launcher.session.permissions import PermissionBroker
+from happy_launcher.session.ports import MessageMeta
 from tests.support.remote_driver import driven, kinds
 from tests.support.remote_feed import envelope_view, replayed
 from tests.support.sdk_stream import scenario_dir
@@ -59,6 +63,44 @@ async def test_a_prompt_whose_record_never_comes_goes_on_after_the_bound(tmp_pat
         await d.stop()
         assert not d.session.has_pending()  # the late record counted
     assert kinds(d.seen.envelopes) == ["text", "turn-start", "text", "turn-end:completed"]  # its text once
+
+
+# --- a message's permission mode and model ---------------------------------------------------------
+
+
+async def test_a_messages_mode_and_model_are_set_before_its_prompt_and_hold_after_it(tmp_path: Path) -> None:
+    async with driven(tmp_path, "two_turns") as d:
+        first, second = d.prompts
+        d.session.accept_inbound("m-1", first.text, meta=MessageMeta("plan", "claude-opus-4-1"))
+        d.session.accept_inbound("m-2", second.text, meta=MessageMeta("plan", "claude-opus-4-1"))
+        remote = RemoteSession(d.session, d.driver, PermissionBroker(Cuid2Ids()))
+        with anyio.fail_after(BOUND):
+            one, two = await remote.deliver_pending()
+            await d.seen.turn_ends(2)
+        assert remote.model == "claude-opus-4-1" and d.driver.permission_mode == "plan"
+    # The second message asks for what holds already: nothing to set (Happy's app sends it each time).
+    assert d.sdk.calls == [
+        ("permission_mode", "plan"),
+        ("model", "claude-opus-4-1"),
+        ("query", one.uuid),
+        ("query", two.uuid),
+    ]
+
+
+async def test_a_setting_claude_refuses_is_a_service_line_and_the_prompt_goes_anyway(tmp_path: Path) -> None:
+    async with driven(tmp_path, "text", refuse="not allowed here") as d:
+        [prompt] = d.prompts
+        with anyio.fail_after(BOUND):
+            await d.driver.send(prompt.text, prompt.uuid, MessageMeta("bypassPermissions"))
+            await d.seen.turn_ends(2)  # the notice's own, then the prompt's
+        assert d.driver.permission_mode is None  # as it was
+    assert d.sdk.calls == [("query", prompt.uuid)]
+    notice = ["turn-start", "service", "turn-end:completed"]  # a turn of its own, before the prompt's
+    assert kinds(d.seen.envelopes) == [*notice, "text", "turn-start", "text", "turn-end:completed"]
+    assert [e.ev.text for e in d.seen.envelopes if isinstance(e.ev, ServiceEv)] == [
+        "Claude's permission mode could not be set to bypassPermissions (not allowed here): "
+        "the message was sent without it."
+    ]
 
 
 # --- the two feeds racing: each record from the SDK and from the transcript ---------------------

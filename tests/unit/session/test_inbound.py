@@ -22,6 +22,7 @@ from happy_launcher.session.commit import CommitPoint
 from happy_launcher.session.core import Session
 from happy_launcher.session.inbound import InboundLedger, accept, pending_prompts
 from happy_launcher.session.mirror import Mirror
+from happy_launcher.session.ports import NO_META, MessageMeta
 from happy_launcher.store.resume import Delivered
 from happy_launcher.store.sessions import SessionStore
 from tests.support.records import assistant, text, user
@@ -54,6 +55,29 @@ def test_accept_stores_once_and_acknowledges_a_repeat_with_the_first(store: Sess
         (1, "m1", "hello", "p-1"),
         (2, "m2", "next", "p-3"),
     ]
+
+
+def test_a_permission_mode_and_a_model_are_stored_with_the_message(store: SessionStore) -> None:
+    accept(store, "s1", "m1", "plan this", 5, "p-1", meta=MessageMeta("plan", "claude-opus-4-1"))
+    again = accept(store, "s1", "m1", "plan this", 6, "p-2", meta=MessageMeta("bypassPermissions"))
+    accept(store, "s1", "m2", "as you were", 7, "p-3", "inject")
+    store.append_inbound("s1", "old", 8, b'{"text":"from an older happy","uuid":"p-4"}')
+    assert again.duplicate
+    assert [(p.message_id, p.meta, p.inject) for p in pending_prompts(store, "s1")] == [
+        ("m1", MessageMeta("plan", "claude-opus-4-1"), False),  # a repeat keeps the first
+        ("m2", NO_META, True),
+        ("old", NO_META, False),
+    ]
+
+
+def test_a_stored_permission_mode_this_happy_does_not_know_is_unreadable(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.append_inbound("s1", "newer", 1, b'{"text":"hi","uuid":"p-1","permission_mode":"auto"}')
+    store.append_inbound("s1", "odd", 2, b'{"text":"hi","uuid":"p-2","model":7}')
+    with caplog.at_level(logging.ERROR):
+        assert pending_prompts(store, "s1") == []
+    assert "newer cannot be read" in caplog.text and "odd cannot be read" in caplog.text
 
 
 def test_an_unreadable_body_is_reported_and_left_pending(
@@ -252,7 +276,7 @@ def test_a_message_taken_as_happy_was_killed_before_its_tail_saw_it_is_sent_agai
     home, transcript = tmp_path / "home", tmp_path / "c-1.jsonl"
     with Session(home, tmp_path) as first:
         first.set_claude_session("c-1", "startup", transcript)
-        first.accept_inbound("m1", "just sent")
+        first.accept_inbound("m1", "just sent", meta=MessageMeta("acceptEdits", "sonnet"))
         [prompt] = first.pending_prompts()
         first.mirror.prompt_sent(prompt.text, prompt.uuid, taken=False)
         taken = on_disk(transcript, user(prompt.text, uuid=prompt.uuid))  # happy killed before reading it
@@ -262,6 +286,7 @@ def test_a_message_taken_as_happy_was_killed_before_its_tail_saw_it_is_sent_agai
         second.deliver(taken)  # the restart's tail: the old record is not this delivery
         [again] = second.pending_prompts()
         assert (again.seq, again.again) == (prompt.seq, True) and again.uuid != prompt.uuid
+        assert again.meta == MessageMeta("acceptEdits", "sonnet")  # sent again as it was asked
         second.mirror.prompt_sent(again.text, again.uuid)
         assert not second.has_pending()
     assert happy_id is not None and user_texts(home, happy_id) == ["just sent"]
