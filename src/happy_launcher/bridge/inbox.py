@@ -12,8 +12,9 @@ its mark, so the message waits for it (a resumed session gets it)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -22,6 +23,7 @@ from happy_launcher.bridge.api import Fetched, HappyApi
 from happy_launcher.bridge.cipher import SessionCipher
 from happy_launcher.bridge.links import Linked
 from happy_launcher.errors import DecryptError, HappyError
+from happy_launcher.session.ports import meta_problem
 
 _log = logging.getLogger(__name__)
 FETCH_LIMIT = 500  # the server's own maximum per read
@@ -39,8 +41,17 @@ class Sessions(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class AppText:
+    """A user's message: its text, and the permission mode and model it asks for (if any)."""
+
+    text: str
+    permission_mode: str | None = None
+    model: str | None = None
+
+
 class Deliver(Protocol):
-    async def __call__(self, socket: Path, message_id: str, text: str) -> None:
+    async def __call__(self, socket: Path, message_id: str, message: AppText) -> None:
         """Hand a message to the session (a control `send`; idempotent on `message_id`)."""
         ...
 
@@ -50,16 +61,28 @@ class _Text(BaseModel):
     text: str
 
 
+class _Meta(BaseModel):
+    permissionMode: str | None = None  # the app's field names
+    model: str | None = None
+
+
 class AppMessage(BaseModel):
     """A user's message as the app and happy-agent send it (Happy's legacy user shape)."""
 
     role: Literal["user"]
     content: _Text
-    meta: dict[str, Any] | None = None
+    meta: _Meta | None = None
+
+    def app_text(self, message_id: str) -> AppText:
+        mode, model = (self.meta.permissionMode, self.meta.model) if self.meta else (None, None)
+        if (problem := meta_problem(mode, model)) is not None:
+            _log.warning("message %s: %s; sent without its mode and model", message_id, problem)
+            mode = model = None
+        return AppText(self.content.text, mode, model)
 
 
-def user_text(cipher: SessionCipher, message_id: str, content: str) -> str | None:
-    """The text of a user's message; None for anything else (ours, an agent's, damaged)."""
+def user_text(cipher: SessionCipher, message_id: str, content: str) -> AppText | None:
+    """A user's message; None for anything else (ours, an agent's, damaged)."""
     try:
         body = cipher.open(content)
     except DecryptError:
@@ -68,7 +91,7 @@ def user_text(cipher: SessionCipher, message_id: str, content: str) -> str | Non
     if isinstance(body, dict) and body.get("role") != "user":
         return None  # what a launcher posted (ours included): never fed back
     try:
-        return AppMessage.model_validate(body).content.text
+        return AppMessage.model_validate(body).app_text(message_id)
     except ValidationError:
         _log.warning("message %s is not a user's text: passed over", message_id)
         return None
@@ -120,9 +143,11 @@ class Inbox:
         return True
 
 
-async def control_send(socket: Path, message_id: str, text: str) -> None:
+async def control_send(socket: Path, message_id: str, message: AppText) -> None:
     """The real `Deliver`: the session's control socket `send` verb."""
     from happy_launcher.control.client import connect
 
     async with connect(socket) as client:
-        await client.send(message_id, text)
+        await client.send(
+            message_id, message.text, permission_mode=message.permission_mode, model=message.model
+        )

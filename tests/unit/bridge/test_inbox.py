@@ -13,7 +13,7 @@ import pytest
 
 from happy_launcher.bridge.cipher import SessionCipher
 from happy_launcher.bridge.fake_api import FakeHappyApi
-from happy_launcher.bridge.inbox import Inbox, control_send
+from happy_launcher.bridge.inbox import AppText, Inbox, control_send
 from happy_launcher.bridge.links import Linked
 from happy_launcher.control.fake import FakeController
 from happy_launcher.errors import SessionEndedError
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.anyio
 CIPHER = SessionCipher("dataKey", secrets.token_bytes(32))
 
 
-def from_app(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": {"type": "text", "text": text}, "meta": {"sentFrom": "app"}}
+def from_app(text: str, **meta: Any) -> dict[str, Any]:
+    return {"role": "user", "content": {"type": "text", "text": text}, "meta": {"sentFrom": "app", **meta}}
 
 
 OURS = {"role": "session", "content": {"id": "e1", "ev": {"t": "text", "text": "mirrored"}}}
@@ -61,7 +61,11 @@ async def test_the_apps_messages_reach_the_session_in_order_once_and_ours_are_no
 ) -> None:
     controller = FakeController(facts())
     api, linked = await server(
-        from_app("one"), OURS, "bm90IHNlYWxlZA==", {"role": "user", "oops": 1}, from_app("two")
+        from_app("one", permissionMode="yolo", model="claude-x"),
+        OURS,
+        "bm90IHNlYWxlZA==",
+        {"role": "user", "oops": 1},
+        from_app("two", permissionMode="sideways"),  # not a mode: sent without it
     )
     rows = api.by_id(linked.happy_id).rows
     async with running(controller, tmp_path) as socket:
@@ -76,6 +80,8 @@ async def test_the_apps_messages_reach_the_session_in_order_once_and_ours_are_no
     sent = [(mid, text) for mid, (_, text) in controller.sent.items()]
     assert sent == [(rows[0].id, "one"), (rows[4].id, "two")]
     assert sessions.mark == 5
+    metas = [(controller.metas[mid].permission_mode, controller.metas[mid].model) for mid, _ in sent]
+    assert metas == [("bypassPermissions", "claude-x"), (None, None)]
 
 
 async def test_a_session_not_running_keeps_its_mark_and_gets_the_message_later() -> None:
@@ -84,10 +90,10 @@ async def test_a_session_not_running_keeps_its_mark_and_gets_the_message_later()
     handed: list[str] = []
     refusals = [SessionEndedError("the session ended")]
 
-    async def deliver(socket: Path, message_id: str, text: str) -> None:
-        if text == "waits" and refusals:
+    async def deliver(socket: Path, message_id: str, message: AppText) -> None:
+        if message.text == "waits" and refusals:
             raise refusals.pop()
-        handed.append(text)
+        handed.append(message.text)
 
     inbox = Inbox(sessions, api, deliver)
     await inbox.catch_up(linked)
