@@ -21,7 +21,7 @@ from happy_launcher.bridge.inbox import Inbox, control_send
 from happy_launcher.bridge.links import Linked
 from happy_launcher.bridge.machine import keep_alive, register_machine
 from happy_launcher.bridge.metadata import MachineFacts, session_metadata
-from happy_launcher.bridge.retry import Retry
+from happy_launcher.bridge.retry import Retry, log_failure
 from happy_launcher.bridge.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
 from happy_launcher.bridge.updates import Updates, open_updates
 from happy_launcher.bridge.versioned import Versioned
@@ -105,12 +105,15 @@ class Live:
             self._tg.start_soon(self._serve, linked)
 
     async def _serve(self, linked: Linked) -> None:
-        await self._register(linked)
-        view = self._marks.views.get(linked.session)
-        if view is not None and view.running and linked.session not in self._watches:
-            assert self._tg is not None
-            self._tg.start_soon(self._watch, linked, view)
-        await self._inbox.catch_up(linked)
+        try:
+            await self._register(linked)
+            view = self._marks.views.get(linked.session)
+            if view is not None and view.running and linked.session not in self._watches:
+                assert self._tg is not None
+                self._tg.start_soon(self._watch, linked, view)
+            await self._inbox.catch_up(linked)
+        except Exception as exc:  # one session's trouble never stops the others' (nor the bridge)
+            log_failure(f"session {linked.session}", exc)
 
     async def _register(self, linked: Linked) -> None:
         if self._updates is None or linked.happy_id in self._registered:
@@ -137,6 +140,8 @@ class Live:
         self._watches[linked.session] = watch
         try:
             await watch.run()
+        except Exception as exc:
+            log_failure(f"session {linked.session}", exc)
         finally:
             del self._watches[linked.session]
             if self._marks.views.get(linked.session) is view:  # ended: no socket, no pid to signal
@@ -175,7 +180,7 @@ class Live:
         content = message.get("content")
         sealed = content.get("c") if isinstance(content, dict) else None
         if isinstance(sealed, str) and self._inbox.pushed(linked, str(message.get("id")), sealed):
-            self._tg.start_soon(self._inbox.catch_up, linked)
+            self._tg.start_soon(self._serve, linked)
 
     async def rpc(self, method: str, params: str) -> str | None:
         return await self._rpc.call(method, params)

@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 
 import anyio
 
-from happy_launcher.errors import HappyServerError, HappyUnauthorizedError
+from happy_launcher.errors import HappyError, HappyServerError, HappyUnauthorizedError
 
 _T = TypeVar("_T")
 LOG = logging.getLogger("happy_launcher.bridge")
@@ -75,3 +75,12 @@ class Retry:
                 LOG.info("Happy's server answers again")
                 self.health.set(None)
             return answer
+
+
+def log_failure(what: str, exc: Exception) -> None:
+    """One session's failure, in the log: one line for a failure happy knows (HappyError), the
+    traceback for a bug. The bridge goes on with the other sessions."""
+    if isinstance(exc, HappyError):
+        LOG.error("%s: %s", what, exc)
+    else:
+        LOG.exception("%s: a bug in happy (please report it)", what)

@@ -17,10 +17,10 @@ from anyio.abc import TaskGroup
 
 from happy_launcher.bridge.api import HappyApi
 from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.links import LinkMaker, Links
+from happy_launcher.bridge.links import Linked, LinkMaker, Links
 from happy_launcher.bridge.metadata import MachineFacts, machine_facts, session_metadata
 from happy_launcher.bridge.outbox import Poster, envelope_stream, feed_live, feed_stored
-from happy_launcher.bridge.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper
+from happy_launcher.bridge.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper, log_failure
 from happy_launcher.control.discovery import SessionView, discover
 from happy_launcher.control.sockets import live_sockets
 from happy_launcher.session.naming import TranscriptTitles, session_title
@@ -65,18 +65,23 @@ class _Out:
             if made is None:
                 self.skipped.add(sid)
                 return
-            linked, sent = made
-            self.links.add(linked, view)
-            send, receive = envelope_stream()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.poster.run, linked, sent, receive)
-                if view.running:
-                    tg.start_soon(feed_live, self.home, view, sent, send, self.retry)
-                else:
-                    tg.start_soon(feed_stored, self.store, sid, sent, send)
+            await self._post(made[0], made[1], view)
+        except Exception as exc:  # one session's trouble never stops the others' (nor the bridge)
+            log_failure(f"session {sid} is not sent", exc)
+            self.skipped.add(sid)
         finally:
             self.active.discard(sid)
             self.rescan = True  # it ended, or was resumed meanwhile: look again
+
+    async def _post(self, linked: Linked, sent: int, view: SessionView) -> None:
+        self.links.add(linked, view)
+        send, receive = envelope_stream()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.poster.run, linked, sent, receive)
+            if view.running:
+                tg.start_soon(feed_live, self.home, view, sent, send, self.retry)
+            else:
+                tg.start_soon(feed_stored, self.store, linked.session, sent, send)
 
     async def scan(self, tg: TaskGroup) -> None:
         views = await discover(self.home)
