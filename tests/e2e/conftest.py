@@ -15,6 +15,7 @@ import pytest
 from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
+from tests.support.happy_account import HappyAccount
 from tests.support.happy_tui import HappyTui
 
 HERE = Path(__file__).parent
@@ -95,3 +96,15 @@ def happy_server(happy_peer: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     server = peer.start(happy_peer, tmp_path_factory.mktemp("happy-server"))
     yield server
     peer.stop(server)
+
+
+@pytest.fixture
+def account(
+    happy_peer: Path, happy_server: peer.HappyServer, home: Path, tmp_path: Path
+) -> Iterator[HappyAccount]:
+    """A fresh Happy account on the module's server, `home` logged in to it; the bridge that
+    `happy claude` starts for `home` is stopped at the end."""
+    happy = HappyAccount(happy_peer, happy_server, tmp_path / "account")
+    happy.log_in(home)
+    yield happy
+    happy.stop_daemon(home)

@@ -6,21 +6,15 @@ the session answers once; the server's disk holds none of it in plaintext."""
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import subprocess
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from happy_launcher.bridge.credentials import Credentials, write_credentials
-from happy_launcher.bridge.crypto import b64, content_keypair
 from happy_launcher.store.sessions import SessionStore
 from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv
-from tests.support.happy_app import HappyApp
+from tests.support.happy_account import HappyAccount, until
 from tests.support.happy_tui import happy_executable
 
 pytestmark = pytest.mark.timeout(180)
@@ -28,47 +22,16 @@ HAPPY = happy_executable()
 BOUND = 60.0  # seconds any wait may take
 
 
-@pytest.fixture
-def home(tmp_path: Path, happy_server: peer.HappyServer) -> Iterator[Path]:
-    path = tmp_path / "home"
-    path.mkdir()
-    yield path
-    env = {**os.environ, "HAPPY_HOME_DIR": str(path), "HAPPY_SERVER_URL": happy_server.url}
-    subprocess.run([HAPPY, "daemon", "stop"], env=env, timeout=30, check=False)
-
-
-def until(check: Callable[[], Any], what: str) -> Any:
-    """`check()`'s first truthy answer; each try is a real call (happy-agent, the store)."""
-    import time
-
-    deadline = time.monotonic() + BOUND
-    while time.monotonic() < deadline:
-        if answer := check():
-            return answer
-    raise AssertionError(f"not within {BOUND} s: {what}")
-
-
 def test_the_app_reads_and_drives_a_session(
-    happy_peer: Path, happy_server: peer.HappyServer, cenv: ClaudeEnv, home: Path, tmp_path: Path
+    happy_server: peer.HappyServer, cenv: ClaudeEnv, account: HappyAccount, home: Path
 ) -> None:
-    app = HappyApp(happy_server.url)
-    content = content_keypair(app.secret).public
-    write_credentials(
-        home, Credentials(app.token, "dataKey", content_public=content, machine_key=secrets.token_bytes(32))
-    )
-    agent_home = tmp_path / "agent"
-    agent_home.mkdir()
-    (agent_home / "agent.key").write_text(json.dumps({"token": app.token, "secret": b64(app.secret)}))
-
-    def agent(*args: str) -> str:
-        return peer.agent(happy_peer, happy_server, agent_home, *args)
+    agent = account.agent
 
     def history_with(happy_id: str, text: str) -> str:
         history = agent("history", happy_id, "--json")
         return history if text in history else ""
 
-    env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
-    env["HAPPY_SERVER_URL"] = happy_server.url
+    env = {**cenv.env, **account.env(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
     run = subprocess.Popen(
         [HAPPY, "claude", "--happy-remote"],
         stdin=subprocess.PIPE,
@@ -82,12 +45,14 @@ def test_the_app_reads_and_drives_a_session(
         run.stdin.write(b"hello from the terminal\n")
         run.stdin.flush()
         assert run.stdout.readline() == b"Echo: hello from the terminal\n"
-        listed = until(lambda: json.loads(agent("list", "--json")), "the session listed by happy-agent")
+        listed = until(
+            lambda: json.loads(agent("list", "--json")), BOUND, "the session listed by happy-agent"
+        )
         [session] = listed
         happy_id = session["id"]
-        until(lambda: history_with(happy_id, "Echo: hello from the terminal"), "its history")
+        until(lambda: history_with(happy_id, "Echo: hello from the terminal"), BOUND, "its history")
         agent("send", happy_id, "hello from the phone")
-        history = until(lambda: history_with(happy_id, "Echo: hello from the phone"), "the answer")
+        history = until(lambda: history_with(happy_id, "Echo: hello from the phone"), BOUND, "the answer")
     finally:
         run.stdin.close()
         assert run.wait(timeout=BOUND) == 0, run.stderr.read() if run.stderr else ""

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -77,7 +77,7 @@ class Live:
         self._marks = _Marks(store, server)
         self._inbox = Inbox(self._marks, api, control_send)
         self._control = SocketControl()
-        self._rpc = SessionRpc(self._target, self._control, self._allow, kill)
+        self._rpc = SessionRpc(self._target, self._control, self._allow, kill, self._switched)
         self._by_happy: dict[str, Linked] = {}
         self._allowed: dict[str, list[str]] = {}
         self._watches: dict[str, SessionWatch] = {}
@@ -199,6 +199,11 @@ class Live:
             view.socket if running and view is not None else None,
             view.pid if running and view is not None else None,
         )
+
+    async def _switched(self, session: str, to: Literal["local", "remote"]) -> None:
+        watch = self._watches.get(session)
+        if watch is not None:
+            await watch.switched(to)  # the app's answer comes with controlledByUser already right
 
     def _allow(self, session: str, tools: Sequence[str]) -> None:
         allowed = self._allowed.setdefault(session, [])

@@ -5,7 +5,8 @@ answer wins as it does for every other client:
 - `permission {id, approved, reason?, decision?, allowTools?}`: allow, deny with a reason,
   `abort` (deny, then abort the turn), `approved_for_session` (allow, and allow the same tools
   without asking for the rest of the session, as Happy's CLI does);
-- `abort {reason?}`; `switch {to}` (True once the session runs there); `killSession` (the run
+- `abort {reason?}`; `switch {to}` (True once the session took the request: it hands over
+  after the answer); `killSession` (the run
   ends: SIGTERM to happy, which ends the open turn and passes the signal to Claude)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -58,14 +59,26 @@ class Control(Protocol):
 
     async def switch(self, socket: Path, to: Literal["local", "remote"]) -> None: ...
 
+    async def mode(self, socket: Path) -> str:
+        """Where the session runs now (`status`): local, remote or headless."""
+        ...
+
 
 def rpc_methods(happy_id: str) -> list[str]:
     return [f"{happy_id}:{name}" for name in RPC_NAMES]
 
 
+Switched = Callable[[str, Literal["local", "remote"]], Awaitable[None]]
+
+
+async def _unheard(session: str, to: Literal["local", "remote"]) -> None:
+    return None
+
+
 class SessionRpc:
     """Dispatches the app's calls. `allow_tools(session, tools)`: the session's permissions
-    remember tools allowed for the rest of the session."""
+    remember tools allowed for the rest of the session; `switched(session, to)`: told before
+    the answer to a switch the session took."""
 
     def __init__(
         self,
@@ -73,11 +86,13 @@ class SessionRpc:
         control: Control,
         allow_tools: Callable[[str, Sequence[str]], None],
         kill: Callable[[int, int], None] = os.kill,
+        switched: Switched = _unheard,
     ) -> None:
         self._find = find
         self._control = control
         self._allow_tools = allow_tools
         self._kill = kill
+        self._switched = switched
 
     async def call(self, method: str, params: str) -> str | None:
         """The sealed result of `method`; None for a session unknown here (nothing to seal with)."""
@@ -108,7 +123,9 @@ class SessionRpc:
             await self._control.abort(socket)
             return None
         if name == "switch":
-            await self._control.switch(socket, SwitchParams.model_validate(params).to)
+            to = SwitchParams.model_validate(params).to
+            await self._control.switch(socket, to)
+            await self._switched(target.session, to)
             return True
         return {"error": "Method not found"}
 
@@ -141,3 +158,9 @@ class SocketControl:
 
         async with connect(socket) as client:
             await client.switch(to)
+
+    async def mode(self, socket: Path) -> str:
+        from happy_launcher.control.client import connect
+
+        async with connect(socket) as client:
+            return (await client.status()).session.mode

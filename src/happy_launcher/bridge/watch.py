@@ -1,8 +1,10 @@
 """One running session as the app sees it live: its pending permission requests (agentState), who
-has it (the TUI or not), whether a turn runs (`session-alive` with `thinking`, sent on every
-change and every `KEEPALIVE` seconds), its metadata (its title once it has one; `archived` at
-the end) and its end (`session-end`). Read from the session's control socket
-(`control/follow.py`), told to the server on the account's socket.
+has it (the TUI or not: set by the app's `switch`, asked again every `KEEPALIVE` seconds for a
+switch from elsewhere, which the control socket does not tell), whether a turn runs
+(`session-alive` with `thinking`, sent on every change and every `KEEPALIVE` seconds), its
+metadata (its title once it has one; `archived` at the end) and its end (`session-end`). Read
+from the session's control socket (`control/follow.py`), told to the server on the account's
+socket.
 
 Tools the app allowed "for this session" are allowed here from then on, without asking."""
 
@@ -26,6 +28,7 @@ from happy_launcher.control.client import EnvelopeBytes
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, follow
 from happy_launcher.control.wire import Permission, PermissionRequested, PermissionSettled
+from happy_launcher.errors import HappyError
 from happy_launcher.protocol import Clock
 
 _log = logging.getLogger(__name__)
@@ -78,6 +81,8 @@ class SessionWatch:
         self._describe = describe
         self._allowed = allowed
         self._keepalive_every = keepalive
+        self._keepalive_ms = int(keepalive * 1000)
+        self._switched_at: int | None = None  # ms: the app's last switch
         self.state = AgentState()
         self.thinking = False
         self._first_prompt: str | None = None
@@ -102,6 +107,31 @@ class SessionWatch:
         await self._publisher.publish(self.state.to_json())
         await self._describe_as(running=True, again=True)
         await self._alive()
+
+    async def switched(self, to: str) -> None:
+        """The app switched the session: the server hears who has it at once, though the session
+        tells its old mode until it has handed over."""
+        self._switched_at = self._clock()
+        await self._hands(to == "local")
+
+    async def refresh(self) -> None:
+        """Ask the session where it runs (a switch from the terminal or a `happy` verb); not
+        within a keepalive of the app's switch, which may still be handing over."""
+        socket = self._view.socket
+        recent = self._switched_at is not None and self._clock() - self._switched_at < self._keepalive_ms
+        if socket is None or recent:
+            return
+        try:
+            local = await self._control.mode(socket) == "local"
+        except HappyError as exc:  # ending: the watch's own end follows
+            _log.debug("mode of %s not read: %s", self._happy_id, exc)
+            return
+        await self._hands(local)
+
+    async def _hands(self, local: bool) -> None:
+        if local != self.state.controlled_by_user:
+            self.state.controlled_by_user = local
+            await self._publisher.publish(self.state.to_json())
 
     async def _describe_as(self, *, running: bool, again: bool = False) -> None:
         """Send the metadata if it changed (or `again`, after a reconnection)."""
@@ -158,3 +188,4 @@ class SessionWatch:
         while True:
             await anyio.sleep(self._keepalive_every)
             await self._alive()
+            await self.refresh()

@@ -26,11 +26,17 @@ class Harness:
         self.target = Target("hs-alpha", CIPHER, socket, pid)
         self.allowed: list[tuple[str, list[str]]] = []
         self.killed: list[tuple[int, int]] = []
+        self.switched: list[tuple[str, str]] = []
+
+        async def switched(session: str, to: str) -> None:
+            self.switched.append((session, to))
+
         self.rpc = SessionRpc(
             lambda happy_id: self.target if happy_id == "srv-1" else None,
             SocketControl(),
             lambda session, tools: self.allowed.append((session, list(tools))),
             kill=lambda pid, sig: self.killed.append((pid, sig)),
+            switched=switched,
         )
 
     async def call(self, name: str, params: Any) -> Any:
@@ -76,6 +82,7 @@ async def test_abort_switch_and_kill(tmp_path: Path) -> None:
         assert await h.call("switch", {"to": "remote"}) is True
         assert await h.call("killSession", {}) == {"success": True}
     assert controller.aborts == 1 and controller.facts().mode == "remote"
+    assert h.switched == [("hs-alpha", "remote")]  # the watch hears it before the app's answer
     assert h.killed == [(4242, signal.SIGTERM)]
 
 
@@ -86,6 +93,7 @@ async def test_what_cannot_be_done_is_an_error_result_never_a_crash(tmp_path: Pa
         answered = await h.call("permission", {"id": "gone", "approved": True})
         assert "no pending permission request gone" in answered["error"]
         assert "error" in await h.call("switch", {"to": "sideways"})
+        assert h.switched == []
         assert await h.call("nonsense", {}) == {"error": "Method not found"}
         assert "error" in CIPHER.open(await h.rpc.call("srv-1:abort", "not sealed") or "")
     stopped = Harness(None, pid=None)

@@ -110,3 +110,54 @@ async def test_a_value_is_sent_by_compare_and_set_and_catches_up_a_version() -> 
     assert publisher.version == 8 and state(updates)["controlledByUser"] is True
     updates.down = True
     assert not await publisher.publish({})  # said, not raised: sent again on reconnect
+
+
+async def test_who_has_the_session_follows_a_switch(tmp_path: Path) -> None:
+    """The app's switch is told at once; a switch from elsewhere (the control socket tells none)
+    at the next keepalive, which asks the session, but not within a keepalive of the app's own
+    switch, while the session may still say its old mode."""
+    controller = FakeController(facts(mode="local"))
+    updates = FakeUpdates()
+    now = [1000]
+
+    def watching(socket: Path, keepalive: float) -> SessionWatch:
+        view = SessionView("hs-alpha", None, "running", "local", "/w", None, 0, None, socket)
+        version = updates.versions.get(("update-state", "srv-1"), 0)
+        return SessionWatch(
+            tmp_path, view, "srv-1", updates, SocketControl(), lambda: now[0],
+            state=Versioned(updates, "agentState", "srv-1", CIPHER, version),
+            metadata=Versioned(updates, "metadata", "srv-1", CIPHER),
+            describe=describe, allowed=list, keepalive=keepalive,
+        )  # fmt: skip
+
+    def sent() -> int:
+        return len([event for event, _ in updates.calls if event == "update-state"])
+
+    def controlled() -> bool:
+        return bool(state(updates)["controlledByUser"])
+
+    with anyio.fail_after(10):
+        async with running(controller, tmp_path) as socket, anyio.create_task_group() as tg:
+            watch = watching(socket, keepalive=60)
+            tg.start_soon(watch.run)
+            await updates.until(lambda: state(updates).get("controlledByUser") is True)
+            await watch.switched("remote")
+            assert not controlled()  # at once, though the session still says local
+            await watch.refresh()
+            assert not controlled()  # not asked: the hand-over may still be under way
+            now[0] += 60_000
+            await watch.refresh()
+            assert controlled()  # a keepalive later, the session's word (it never went)
+            await SocketControl().switch(socket, "remote")
+            await watch.refresh()
+            assert not controlled()
+            before = sent()
+            await watch.refresh()  # no change: nothing sent
+            assert sent() == before
+            tg.cancel_scope.cancel()
+        async with running(controller, tmp_path) as socket, anyio.create_task_group() as tg:
+            tg.start_soon(watching(socket, keepalive=0.01).run)
+            await updates.until(lambda: sent() > before + 1)  # told at its start, still remote
+            await SocketControl().switch(socket, "local")
+            await updates.until(controlled)  # by a keepalive
+            tg.cancel_scope.cancel()
