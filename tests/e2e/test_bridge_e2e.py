@@ -6,10 +6,9 @@ the session answers once; the server's disk holds none of it in plaintext."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +25,6 @@ from tests.support.happy_tui import happy_executable
 pytestmark = pytest.mark.timeout(180)
 HAPPY = happy_executable()
 BOUND = 60.0  # seconds any wait may take
-
-
-@pytest.fixture
-def home(tmp_path: Path, happy_server: peer.HappyServer) -> Iterator[Path]:
-    path = tmp_path / "home"
-    path.mkdir()
-    yield path
-    env = {**os.environ, "HAPPY_HOME_DIR": str(path), "HAPPY_SERVER_URL": happy_server.url}
-    subprocess.run([HAPPY, "daemon", "stop"], env=env, timeout=30, check=False)
 
 
 def until(check: Callable[[], Any], what: str) -> Any:
