@@ -93,4 +93,3 @@ def until(check: Callable[[], _T | None], what: str, bound: float) -> _T:
         if answer := check():
             return answer
     raise AssertionError(f"not within {bound} s: {what}")
-
