@@ -88,7 +88,6 @@ async def test_running_and_ended_sessions_go_out_and_the_running_one_follows(tmp
     assert all(link is not None and link.sent_seq <= 5 for link in marks.values())
 
 
-
 class Looks:
     """The manager's Sleeper: each of its sleeps ends a look at the sessions (none fails here)."""
 
