@@ -37,6 +37,7 @@ from happy_launcher.bridge.credentials import Credentials, write_credentials
 from happy_launcher.bridge.crypto import content_keypair
 from happy_launcher.bridge.sessions_out import sessions_out
 from happy_launcher.control.fake import FakeController
+from happy_launcher.home.procs import this_process
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.store.sessions import SessionStore
 from tests.support import happy_server as peer
@@ -83,11 +84,11 @@ async def in_process(url: str, app: HappyApp, credentials: Credentials, args: ar
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         with SessionStore.open(home) as store:  # an ended session, never sent
-            store.create_session("hs-live", cwd="/w", started_at=1)
+            store.create_session("hs-live", cwd="/w", started_at=1, owner=this_process(os.getpid()))
             store.create_session("hs-ended", cwd="/w", started_at=1)
             ended = envelopes(factory, args.catchup, 10**6)
-            for start in range(0, len(ended), 1000):
-                store.append_envelopes("hs-ended", ended[start : start + 1000])
+            for first in range(0, len(ended), 1000):
+                store.append_envelopes("hs-ended", ended[first : first + 1000])
             store.end_session("hs-ended", "completed", 2)
         socket = AppSocket()
         auth = {"token": app.token, "clientType": "user-scoped"}
@@ -95,7 +96,7 @@ async def in_process(url: str, app: HappyApp, credentials: Credentials, args: ar
         controller = FakeController(facts(happy_session_id="hs-live", pid=os.getpid()))
         api = HttpHappyApi(url, credentials.token)
         async with running(controller, home), anyio.create_task_group() as tg:
-            began: float = time.perf_counter()
+            began = time.perf_counter()
             tg.start_soon(partial(sessions_out, home, url, credentials, "bench-machine", api, poll=0.05))
             await socket.until({e.id for e in ended})
             catchup = time.perf_counter() - began
@@ -139,6 +140,13 @@ def idle_daemon(url: str, credentials: Credentials, seconds: float) -> str:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 return (int(fields[11]) + int(fields[12])) / tick
 
+            log = home / "daemon.log"
+            deadline = time.monotonic() + 60
+            while f"connected to {url}" not in log.read_text():  # its socket is up: all is loaded
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the daemon's socket never connected: see {log}")
+                time.sleep(0.1)
+            time.sleep(2)  # settled (the machine registered, the first keepalive sent)
             before = cpu()
             time.sleep(seconds)  # what is measured: the daemon doing nothing for this long
             used = cpu() - before

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support import happy_server as peer
+from tests.support.bridge_procs import stop_bridges
 from tests.support.claude_env import ClaudeEnv, make_claude_env
 from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
 from tests.support.happy_account import HappyAccount
@@ -62,11 +63,22 @@ def cenv(tmp_path: Path, fake: FakeAnthropic, claude_options: dict[str, Any]) ->
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """HAPPY_HOME_DIR."""
+def home(tmp_path: Path) -> Iterator[Path]:
+    """HAPPY_HOME_DIR; a bridge started there (`happy claude` starts one when access.key is there)
+    is stopped at the end."""
     path = tmp_path / "home"
     path.mkdir()
-    return path
+    yield path
+    stop_bridges(path)
+
+
+@pytest.fixture(autouse=True)
+def no_bridge_left(tmp_path: Path) -> Iterator[None]:
+    """No test leaves a bridge running once its fixtures are torn down (this one is torn down
+    last): one found under its tmp_path is stopped, and the test fails."""
+    yield
+    left = stop_bridges(tmp_path)
+    assert not left, f"the test left bridges running (pids {left}): stop them in its fixtures"
 
 
 @pytest.fixture

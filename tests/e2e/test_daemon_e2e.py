@@ -1,7 +1,7 @@
 """`happy daemon start|stop|status` against the real Happy server, as an account the test playing
-the app logged in (its token in access.key): connected, refused (one line), stopped by `stop` and
-by SIGTERM; and `happy claude -p` starting it (not with --happy-no-sync, not without credentials)
-with Claude's output unchanged."""
+the app logged in (its token in access.key): connected, refused (one line), stopped by `stop`, by
+SIGTERM and by `happy auth logout`; and `happy claude -p` starting it (not with --happy-no-sync,
+not without credentials: then not one bridge module is imported) with Claude's output unchanged."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ pytestmark = pytest.mark.timeout(90)
 
 HAPPY = happy_executable()
 REFUSED = "unauthorized: the server refused the token: run `happy auth login`"
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    """HAPPY_HOME_DIR; whatever bridge a test leaves running there is stopped."""
-    path = tmp_path / "home"
-    path.mkdir()
-    yield path
-    subprocess.run([HAPPY, "daemon", "stop"], env={**os.environ, "HAPPY_HOME_DIR": str(path)}, timeout=30)
 
 
 def log_in(home: Path, server: HappyServer, token: str | None = None) -> HappyApp:
@@ -86,6 +76,21 @@ def test_start_status_stop(happy_server: HappyServer, home: Path) -> None:
     assert happy(home, happy_server, "daemon", "stop").stdout == "not running\n"
 
 
+def test_logout_stops_the_bridge(happy_server: HappyServer, home: Path) -> None:
+    """The bridge keeps the token it read at start: logging out ends it too."""
+    log_in(home, happy_server)
+    pid = pid_of(happy(home, happy_server, "daemon", "start").stdout)
+    done = happy(home, happy_server, "auth", "logout")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"logged out (removed {home / 'access.key'}); the bridge stopped (pid {pid})\n",
+        "",
+    )
+    assert wait_pid_gone(pid, 10)
+    assert happy(home, happy_server, "daemon", "status").returncode == 1
+    assert happy(home, happy_server, "auth", "logout").stdout == "not logged in: nothing to remove\n"
+
+
 def test_a_refused_token_is_one_line_in_status(happy_server: HappyServer, home: Path) -> None:
     log_in(home, happy_server, token="not-a-token-of-this-server")
     started = happy(home, happy_server, "daemon", "start")
@@ -123,10 +128,10 @@ def test_not_logged_in_is_one_line(happy_server: HappyServer, home: Path) -> Non
 
 
 def claude_p(
-    cenv: ClaudeEnv, home: Path, server: HappyServer, *args: str
+    cenv: ClaudeEnv, home: Path, server: HappyServer, *args: str, env_extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
-    env["HAPPY_SERVER_URL"] = server.url
+    env |= {"HAPPY_SERVER_URL": server.url, **(env_extra or {})}
     argv = [HAPPY, "claude", *args, "-p", "hello"]
     return subprocess.run(
         argv, env=env, cwd=cenv.cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60
@@ -164,7 +169,14 @@ def test_happy_claude_starts_no_bridge_when_told_not_to_or_logged_out(
 ) -> None:
     if logged_in:
         log_in(home, happy_server)
-    done = claude_p(cenv, home, happy_server, *(["--happy-no-sync"] if logged_in else []))
-    assert (done.returncode, done.stdout, done.stderr) == (0, b"Echo: hello\n", b"")
+    no_sync = ["--happy-no-sync"] if logged_in else []
+    done = claude_p(cenv, home, happy_server, *no_sync, env_extra={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert (done.returncode, done.stdout) == (0, b"Echo: hello\n")
     # happy claude spawns the bridge itself (and opens its log) before Claude ends: none here.
     assert not {"daemon.log", "daemon.pid", "daemon.lock"} & {p.name for p in home.iterdir()}
+    lines = done.stderr.decode().splitlines()
+    assert lines and all(line.startswith("import time:") for line in lines)  # nothing else said
+    imported = {line.rsplit("|", 1)[-1].strip() for line in lines}
+    assert "happy_launcher.runner.start" in imported  # the profile is of the whole run
+    bridge_side = ("happy_launcher.bridge", "httpx", "nacl", "socketio", "cryptography")
+    assert not {name for name in imported if name.startswith(bridge_side)}

@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import orjson
 import pytest
 
 from happy_launcher.bridge.api import MAX_FETCH, Fetched, HttpHappyApi, Posted, RemoteSession
-from happy_launcher.bridge.cipher import SessionCipher
 from happy_launcher.bridge.credentials import Credentials
 from happy_launcher.bridge.crypto import b64, content_keypair
 from happy_launcher.bridge.retry import Backoff
@@ -27,6 +25,7 @@ from happy_launcher.store.sessions import SessionStore
 from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv
 from tests.support.happy_app import HappyApp
+from tests.support.happy_sync import on_server, stored
 from tests.support.happy_tui import happy_executable
 
 pytestmark = pytest.mark.timeout(240)
@@ -72,31 +71,6 @@ def claude_p(cenv: ClaudeEnv, home: Path, prompt: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-
-
-def stored(store: SessionStore) -> dict[str, list[Any]]:
-    return {
-        s.id: [orjson.loads(body) for _, body in store.raw_envelopes(s.id)] for s in store.list_sessions()
-    }
-
-
-async def on_server(store: SessionStore, url: str, api: HttpHappyApi) -> dict[str, list[Any]]:
-    """Each linked session's messages on the server, decrypted: (localId, envelope) checked equal."""
-    found: dict[str, list[Any]] = {}
-    links = [store.happy_link(s.id, url) for s in store.list_sessions()]
-    for link in links:
-        if link is None or not link.happy_id:
-            continue
-        cipher = SessionCipher("dataKey", link.key)
-        rows, more, after = [], True, 0
-        while more:
-            page, more = await api.fetch_messages(link.happy_id, after)
-            rows += page
-            after = page[-1].seq if page else after
-        opened = [cipher.open(row.content) for row in rows]
-        assert [row.localId for row in rows] == [o["content"]["id"] for o in opened]
-        found[link.session] = [o["content"] for o in opened]
-    return found
 
 
 def test_sessions_go_out_and_catch_up_after_the_server_restarts(

@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from happy_launcher.bridge.credentials import Credentials, write_credentials
 from happy_launcher.bridge.crypto import b64, content_keypair
@@ -20,6 +20,8 @@ from tests.support import happy_server as peer
 from tests.support.app_socket import AppSocket
 from tests.support.happy_app import HappyApp
 from tests.support.happy_tui import happy_executable
+
+_T = TypeVar("_T")
 
 
 class HappyAccount:
@@ -58,7 +60,7 @@ class HappyAccount:
         subprocess.run([happy_executable(), "daemon", "stop"], env=env, timeout=30, check=False)
 
 
-def until(check: Callable[[], Any], bound: float, what: str) -> Any:
+def until(check: Callable[[], _T | None], bound: float, what: str) -> _T:
     """`check()`'s first truthy answer, tried again until `bound` seconds passed: for conditions
     with no event to wait on, each try a real call (happy-agent, the store)."""
     deadline = time.monotonic() + bound

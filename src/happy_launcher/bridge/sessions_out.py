@@ -1,8 +1,9 @@
 """Sessions out: every happy session becomes a Happy session on the server and its envelopes are
 posted there (`outbox.py`). Running sessions are found as they appear (a look at the control
-directory each `poll` seconds; the sessions are asked only when its sockets change, or while one
-has not named its session yet), ended ones with envelopes past their mark from the store; each
-gets one task, all in one task group."""
+directory each `poll` seconds; the sessions are asked only when its sockets change, while one
+has not named its session yet, or when the store, changed, holds envelopes no task sends: a run
+too short to be seen), ended ones with envelopes past their mark from the store; each gets one
+task, all in one task group."""
 
 from __future__ import annotations
 
@@ -83,6 +84,12 @@ class _Out:
             else:
                 tg.start_soon(feed_stored, self.store, linked.session, sent, send)
 
+    async def unsent_untaken(self) -> bool:
+        """Whether the store holds envelopes not sent of a session no task sends: a run that
+        began and ended between two looks at the control directory (a short `--resume -p`)."""
+        unsent = await anyio.to_thread.run_sync(self.store.unsent_sessions, self.poster.server)
+        return any(sid not in self.active and sid not in self.skipped for sid in unsent)
+
     async def scan(self, tg: TaskGroup) -> None:
         views = await discover(self.home)
         self.rescan = any(view.running and view.happy_id is None for view in views)
@@ -128,11 +135,14 @@ async def sessions_out(
         )
         async with anyio.create_task_group() as tg:
             seen: dict[int, Path] | None = None
+            version = None  # the store's, at the last look: changed, it may hold a run not seen
             while True:
                 sockets = live_sockets(home)
-                if out.rescan or sockets != seen:
+                now = await anyio.to_thread.run_sync(store.data_version)
+                changed, version = now != version, now
+                if out.rescan or sockets != seen or (changed and await out.unsent_untaken()):
                     seen = sockets
                     await out.scan(tg)
-                await anyio.sleep(poll)
+                await retry.sleeper.sleep(poll)
     finally:
         store.close()

@@ -86,13 +86,17 @@ def status(server: ServerOption = None) -> None:
 
 @auth_app.command()
 def logout() -> None:
-    """Remove this machine's credentials (HAPPY_HOME_DIR/access.key); the machine id stays."""
+    """Remove this machine's credentials (HAPPY_HOME_DIR/access.key) and stop the bridge, which
+    holds the token; the machine id stays."""
     from happy_launcher.bridge.credentials import remove_credentials
+    from happy_launcher.bridge.daemon import stop as stop_bridge
 
     try:
         home = happy_home(os.environ)
         removed = remove_credentials(home)
+        stopped = stop_bridge(home)  # after the removal: a `happy claude` meanwhile starts none
     except HappyError as error:
         raise fail(error) from None
     where = home / "access.key"
-    typer.echo(f"logged out (removed {where})" if removed else "not logged in: nothing to remove")
+    said = f"logged out (removed {where})" if removed else "not logged in: nothing to remove"
+    typer.echo(said if stopped is None else f"{said}; the bridge stopped (pid {stopped})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -98,21 +99,29 @@ def create_private(path: Path) -> None:
     tighten an existing one to 0600.
 
     SQLite gives the -wal and -shm files the mode of the database file, so they are 0600 too.
+    An existing file is never opened here: closing any descriptor of it would drop every POSIX
+    lock this process holds on it, those of a store already open in it included; another
+    process would then take its own close for the last and delete the WAL under that store.
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        if path.is_dir() or not os.access(path, os.R_OK | os.W_OK):
+            reason = "a directory" if path.is_dir() else "Permission denied"
+            raise _cannot_open(path, reason) from None
+        with contextlib.suppress(OSError):  # not ours to change: the store works all the same
+            path.chmod(0o600)  # a store made by an older happy, or by hand, may be 0644
+        return
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise StoreError(
-            f"cannot open {path} ({reason}): check its permissions and those of its directory, "
-            f"or set {HOME_ENV} to a writable directory"
-        ) from exc
-    try:
-        os.fchmod(fd, 0o600)  # a store made by an older happy, or by hand, may be 0644
-    except OSError:
-        pass  # not ours to change: the store works all the same
-    finally:
-        os.close(fd)
+        raise _cannot_open(path, exc.strerror or str(exc)) from exc
+    os.close(fd)  # a file just made: no lock of this process on it yet
+
+
+def _cannot_open(path: Path, reason: str) -> StoreError:
+    return StoreError(
+        f"cannot open {path} ({reason}): check its permissions and those of its directory, "
+        f"or set {HOME_ENV} to a writable directory"
+    )
 
 
 def store_error(path: Path, exc: sqlite3.Error) -> StoreError:

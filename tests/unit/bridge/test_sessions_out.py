@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -85,3 +86,50 @@ async def test_running_and_ended_sessions_go_out_and_the_running_one_follows(tmp
         marks = {sid: after.happy_link(sid, SERVER) for sid in ("hs-alpha", "hs-old")}
     # Cancelled right after the last post: a mark may lag behind the server, never run ahead of it.
     assert all(link is not None and link.sent_seq <= 5 for link in marks.values())
+
+
+class Looks:
+    """The manager's Sleeper: each of its sleeps ends a look at the sessions (none fails here)."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        self.done.set()
+        self.done = anyio.Event()
+        await anyio.sleep(seconds)
+
+    async def settled(self, store: SessionStore, session: str, sent: int) -> None:
+        """Until a look has found the session's mark at `sent`, then one more look (the manager
+        has seen its post end, and looked again)."""
+        while (link := store.happy_link(session, SERVER)) is None or link.sent_seq < sent:
+            await self.done.wait()
+        for _ in range(2):
+            await self.done.wait()
+
+
+async def test_a_run_that_began_and_ended_between_two_looks_goes_out(tmp_path: Path) -> None:
+    """A short `--resume -p` may come and go between two looks at the control directory: the
+    store's change is seen, and its envelopes go out all the same."""
+    old, looks = Envelopes(), Looks()
+    store = SessionStore.open(tmp_path)
+    store.create_session("hs-old", cwd="/work/old", started_at=1)
+    first = old.make(3)
+    store.append_envelopes("hs-old", first)
+    store.end_session("hs-old", "completed", 2)
+    api = FakeHappyApi(SERVER)
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                out = partial(sessions_out, env={}, sleeper=looks, poll=0.01)
+                tg.start_soon(out, tmp_path, SERVER, CREDENTIALS, "machine-1", api)
+                await looks.settled(store, "hs-old", 3)
+                store.reopen_session("hs-old")  # resumed, and ended again, with no socket seen
+                resumed = old.make(2)
+                store.append_envelopes("hs-old", resumed)
+                store.end_session("hs-old", "completed", 3)
+                await until(api, lambda: len(ids(api, "hs-old")) == 5)
+                tg.cancel_scope.cancel()
+    finally:
+        store.close()
+    assert ids(api, "hs-old") == [e.id for e in first + resumed]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -258,6 +260,35 @@ def fill_disk(store: SessionStore) -> None:
 def free_disk(store: SessionStore) -> None:
     assert store._conn is not None
     store._conn.execute("PRAGMA max_page_count = 1073741823")
+
+
+# Another process: opens the store with SQLite alone, counts the sessions, closes.
+COUNT_SESSIONS = (
+    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+    "print(c.execute('SELECT count(*) FROM sessions').fetchone()[0]); c.close()"
+)
+
+
+def test_a_second_store_in_a_process_leaves_the_first_ones_locks(tmp_path: Path) -> None:
+    """Closing any descriptor of the database file drops all of this process's POSIX locks on
+    it, SQLite's too (the bridge holds two stores): another process's close would then take
+    itself for the last and delete the WAL the first store still writes to, its commits lost to
+    every reader."""
+    first = SessionStore.open(tmp_path)
+    second = SessionStore.open(tmp_path)
+    try:
+
+        def sessions_seen_by_another_process() -> str:
+            argv = [sys.executable, "-c", COUNT_SESSIONS, str(tmp_path / DB_NAME)]
+            return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
+
+        first.create_session("s1", cwd="/", started_at=1)
+        assert sessions_seen_by_another_process() == "1\n"
+        first.create_session("s2", cwd="/", started_at=2)
+        assert sessions_seen_by_another_process() == "2\n"
+    finally:
+        second.close()
+        first.close()
 
 
 def test_home_under_a_regular_file(tmp_path: Path) -> None:
