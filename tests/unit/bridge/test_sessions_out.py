@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from happy_launcher.bridge.api import RemoteSession
 from happy_launcher.bridge.credentials import Credentials
 from happy_launcher.bridge.crypto import content_keypair
 from happy_launcher.bridge.fake_api import FakeHappyApi
@@ -133,3 +134,33 @@ async def test_a_run_that_began_and_ended_between_two_looks_goes_out(tmp_path: P
     finally:
         store.close()
     assert ids(api, "hs-old") == [e.id for e in first + resumed]
+
+
+class Broken(FakeHappyApi):
+    """The server as a bug in happy would meet it for one session: an error happy does not know."""
+
+    async def create_session(
+        self, tag: str, metadata: str, agent_state: str | None, data_key: str | None
+    ) -> RemoteSession:
+        if tag == "hs-bad":
+            raise RuntimeError("a bug")
+        return await super().create_session(tag, metadata, agent_state, data_key)
+
+
+async def test_one_sessions_failure_is_logged_and_the_others_go_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    made = Envelopes()
+    with SessionStore.open(tmp_path) as store:
+        for sid in ("hs-bad", "hs-good"):
+            store.create_session(sid, cwd="/w", started_at=1)
+            store.append_envelopes(sid, made.make(3))
+            store.end_session(sid, "completed", 2)
+    api = Broken(SERVER)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(sessions_out, tmp_path, SERVER, CREDENTIALS, "m", api, env={}, poll=0.01))
+            await until(api, lambda: len(ids(api, "hs-good")) == 3)
+            tg.cancel_scope.cancel()
+    [failure] = [r for r in caplog.records if "hs-bad" in r.getMessage()]
+    assert "a bug in happy" in failure.getMessage() and failure.exc_info is not None
