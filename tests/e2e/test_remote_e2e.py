@@ -329,7 +329,7 @@ async def test_resume_continues_a_local_session(cenv: ClaudeEnv, home: Path) -> 
 def test_cli_remote_without_a_terminal_reads_prompts_from_stdin(cenv: ClaudeEnv, home: Path) -> None:
     env = {**cenv.env, "HAPPY_HOME_DIR": str(home), "HAPPY_CLAUDE_PATH": str(cenv.binary)}
     done = subprocess.run(
-        [happy_executable(), "claude", "--happy-remote", "hello one"],
+        [happy_executable(), "claude", "--happy-remote", "--allowedTools=Read", "hello one"],
         input=b"hello two\n",
         env=env,
         cwd=cenv.cwd,
@@ -339,6 +339,7 @@ def test_cli_remote_without_a_terminal_reads_prompts_from_stdin(cenv: ClaudeEnv,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"Echo: hello one\nEcho: hello two\n"
+    assert done.stderr == b""  # not the SDK's advice on our permission callback, nor anything else
     with SessionStore.open(home) as store:
         [session] = store.list_sessions()
     assert session.status == "completed" and session.claude_session_id is not None

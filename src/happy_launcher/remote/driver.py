@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk import CanUseToolShadowedWarning, ClaudeAgentOptions, ClaudeSDKClient
 
 from happy_launcher.claude.converter import Converter
 from happy_launcher.claude.existing import ExistingFiles
@@ -197,7 +198,11 @@ class RemoteDriver:
 
     async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         client = self._make_client(self._options)
-        await client.connect()
+        with warnings.catch_warnings():
+            # Our callback is meant to be passed over under bypass or allowed tools: it is there for
+            # the tools (and later modes) that still ask. The SDK's advice would reach the terminal.
+            warnings.simplefilter("ignore", CanUseToolShadowedWarning)
+            await client.connect()
         try:
             async with anyio.create_task_group() as tg:
                 self._client = client
