@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from happy_launcher.bridge.api import HttpHappyApi
 from happy_launcher.bridge.credentials import Credentials, write_credentials
 from happy_launcher.bridge.crypto import content_keypair
+from happy_launcher.bridge.fake_api import FakeHappyApi
 from happy_launcher.bridge.sessions_out import sessions_out
 from happy_launcher.control.fake import FakeController
 from happy_launcher.home.procs import this_process
@@ -123,6 +124,49 @@ async def in_process(url: str, app: HappyApp, credentials: Credentials, args: ar
     )
 
 
+async def server_ceiling(url: str, token: str, count: int) -> str:
+    """The server's own pace, without the bridge: posts of 1 and of 100 ready messages."""
+    api = HttpHappyApi(url, token)
+    remote = await api.create_session("bench-raw", "bWV0YQ==", None, None)
+    content = "eA==" * 100
+    singles = []
+    for n in range(20):
+        start = time.perf_counter()
+        await api.post_messages(remote.id, [(f"one-{n}", content)])
+        singles.append((time.perf_counter() - start) * 1000)
+    start = time.perf_counter()
+    for first in range(0, count, 100):
+        await api.post_messages(remote.id, [(f"many-{n}", content) for n in range(first, first + 100)])
+    rate = count / (time.perf_counter() - start)
+    await api.aclose()
+    return (
+        f"the server alone: one message posted p50 {statistics.median(singles):.1f} ms (n=20); "
+        f"{count} in posts of 100: {rate:,.0f} messages/s"
+    )
+
+
+async def bridge_alone(credentials: Credentials, count: int) -> str:
+    """The bridge's own pace: sessions out over the in-memory server (no network, no database)."""
+    factory = EnvelopeFactory(SequentialIds("alone"))
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        with SessionStore.open(home) as store:
+            store.create_session("hs-ended", cwd="/w", started_at=1)
+            ended = envelopes(factory, count)
+            for first in range(0, len(ended), 1000):
+                store.append_envelopes("hs-ended", ended[first : first + 1000])
+            store.end_session("hs-ended", "completed", 2)
+        api = FakeHappyApi()
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(sessions_out, home, api.url, credentials, "m", api, env={}, poll=0.05))
+            while "hs-ended" not in api.sessions or len(api.sessions["hs-ended"].rows) < count:
+                await api.posted.wait()
+            tg.cancel_scope.cancel()
+        rate = count / (time.perf_counter() - start)
+    return f"the bridge alone (in-memory server): {count} stored envelopes out at {rate:,.0f} envelopes/s"
+
+
 def idle_daemon(url: str, credentials: Credentials, seconds: float) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -180,6 +224,8 @@ def main() -> None:
                 app.token, "dataKey", content_public=public, machine_key=secrets.token_bytes(32)
             )
             print(anyio.run(in_process, server.url, app, credentials, args))
+            print(anyio.run(server_ceiling, server.url, app.token, args.burst))
+            print(anyio.run(bridge_alone, credentials, args.catchup))
             print(idle_daemon(server.url, credentials, args.idle))
         finally:
             peer.stop(server)
