@@ -13,24 +13,14 @@ from typing import Any
 import pytest
 
 from happy_launcher.store.sessions import SessionStore
-from tests.e2e.conftest import echo
-from tests.e2e.test_web_e2e import LineSession
+from tests.e2e.test_web_e2e import LineSession, script
 from tests.support.claude_env import ClaudeEnv
-from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.happy_tui import happy_executable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 MODEL = "claude-happy-meta-test"
-
-
-@pytest.fixture
-def script() -> Script:
-    bash = ToolUse("Bash", {"command": "echo hi > written.txt", "description": "Write a file"})
-    rules = [
-        Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
-        Rule(name="after", tool_result="Bash", reply=Reply([Text("Done.")])),
-    ]
-    return Script(rules, fallback=echo)
+__all__ = ["script"]  # the fixture: the web test's rules (a Bash call, then its end)
 
 
 @pytest.fixture

@@ -71,13 +71,7 @@ class ResumeStore(StoreConnection):
 
     def redeliver_inbound(self, session_id: str, seq: int, body: bytes) -> None:
         """Message `seq` is to be delivered again, as `body` (Claude took it but never answered)."""
-        with self._write() as conn:
-            cur = conn.execute(
-                "UPDATE inbound SET delivered_at = NULL, body = ? WHERE session = ? AND seq = ?",
-                (body, session_id, seq),
-            )
-            if cur.rowcount == 0:
-                raise StoreConflictError(f"no inbound message {seq} in session {session_id}")
+        self._update_inbound(session_id, seq, "delivered_at = NULL, body = ?", (body,))
 
     def history_marks(self, session_id: str, paths: Iterable[str]) -> dict[str, int]:
         """Where the session's mirroring of these transcript files began (see `add_history_marks`)."""
@@ -100,10 +94,14 @@ class ResumeStore(StoreConnection):
             )
 
     def mark_delivered(self, session_id: str, seq: int, delivered_at: int) -> None:
+        self._update_inbound(session_id, seq, "delivered_at = ?", (delivered_at,))
+
+    def _update_inbound(
+        self, session_id: str, seq: int, assignments: str, values: tuple[object, ...]
+    ) -> None:
         with self._write() as conn:
             cur = conn.execute(
-                "UPDATE inbound SET delivered_at = ? WHERE session = ? AND seq = ?",
-                (delivered_at, session_id, seq),
+                f"UPDATE inbound SET {assignments} WHERE session = ? AND seq = ?", (*values, session_id, seq)
             )
             if cur.rowcount == 0:
                 raise StoreConflictError(f"no inbound message {seq} in session {session_id}")
