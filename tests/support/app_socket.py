@@ -21,8 +21,9 @@ import socketio
 
 from happy_launcher.bridge.cipher import SessionCipher
 from happy_launcher.bridge.crypto import content_keypair, unb64, unwrap_data_key
-from happy_launcher.bridge.updates import UPDATES_PATH
 
+# The app's side is python-socketio, an implementation of Socket.IO independent of the bridge's own.
+UPDATES_PATH = "v1/updates"
 CONNECT_TIMEOUT = 15.0
 RPC_TIMEOUT = 40.0  # seconds: above the server's own 30 s for an answer
 

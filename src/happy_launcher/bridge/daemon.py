@@ -3,7 +3,7 @@ start time of that pid, as home/procs.py tells a process, so a reused pid is nev
 started detached (its own session, no terminal, stdout and stderr to `daemon.log`), stopped by
 SIGTERM. Light to import: `happy claude` starts it through here, before Claude starts.
 
-The child is `python -m happy_launcher daemon run` with this interpreter: it needs no `happy` on
+The child is `python -m happy_launcher.bridge.daemon_run` with this interpreter: it needs no `happy` on
 PATH and runs the very sources (and PYTHONPATH) of the process that starts it."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from happy_launcher.home.procs import ProcessId, is_alive
 PID_FILE = "daemon.pid"
 LOG_FILE = "daemon.log"
 LOCK_FILE = "daemon.lock"
-READY = b"ready\n"  # what `daemon run` writes on its ready fd once it knows its first state
+READY = b"ready\n"  # what the bridge writes on its ready fd once it knows its first state
 READY_FD = 3  # the ready pipe's number in the child
 START_BOUND = 20.0  # seconds `happy daemon start` waits for the first state (one HTTP call, bounded)
 STOP_BOUND = 10.0  # seconds for a SIGTERM to end it before SIGKILL
@@ -105,9 +105,9 @@ def start(home: Path, env: Mapping[str, str], *, bound: float = START_BOUND) -> 
 
 
 def spawn(home: Path, env: Mapping[str, str], *, ready: int | None = None) -> int:
-    """`daemon run` in its own session (no terminal, so no terminal's signal reaches it), stdin
+    """The bridge (`daemon_run`) in its own session (no terminal, so no terminal's signal reaches it), stdin
     /dev/null, stdout and stderr appended to daemon.log; `ready`: its ready pipe (as READY_FD)."""
-    argv = [sys.executable, "-m", "happy_launcher", "daemon", "run"]
+    argv = [sys.executable, "-m", "happy_launcher.bridge.daemon_run"]
     ensure_home(home)
     log = os.open(home / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:

@@ -1,6 +1,7 @@
-"""`happy daemon run`: the bridge in the foreground, as `happy daemon start` and `happy claude`
-start it. It holds `daemon.lock` for its life (a second one exits at once), keeps `daemon.pid`
-and the status file, logs to `daemon.log`, and serves until SIGTERM or SIGINT. It is only a
+"""The bridge's process, in the foreground (`python -m happy_launcher.bridge.daemon_run`), as
+`happy daemon start` and `happy claude` start it. It holds `daemon.lock` for its life (a second
+one exits at once), keeps `daemon.pid` and the status file, logs to `daemon.log`, and serves
+until SIGTERM or SIGINT. It is only a
 client (of Happy's server, of the sessions' sockets and the store): no session depends on it."""
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from happy_launcher.home.dirs import ensure_home
 from happy_launcher.home.logfile import log_to
 from happy_launcher.home.procs import this_process
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("happy_launcher.bridge.daemon_run")  # not __name__: run as __main__
 
 
 def run(home: Path, env: Mapping[str, str], serve: Serve, *, ready_fd: int | None = None) -> int:
@@ -112,3 +113,34 @@ async def _stop_on_signal(signals: AsyncIterator[int], scope: CancelScope) -> No
         log.info("stopping on %s", signal.Signals(signum).name)
         scope.cancel()
         return
+
+
+def main(argv: list[str]) -> int:
+    """The bridge's process (`python -m happy_launcher.bridge.daemon_run [--ready-fd N]`, as
+    `happy daemon start` spawns it): no CLI framework, nothing the bridge does not use."""
+    import argparse
+    import sys
+    import types
+
+    # httpx imports its own command-line tool, and with it rich, click and pygments: ~6 MB the
+    # bridge never uses (its memory target is 60 MB).
+    cli = types.ModuleType("httpx._main")
+    cli.main = lambda: None  # type: ignore[attr-defined]
+    sys.modules.setdefault("httpx._main", cli)
+    parser = argparse.ArgumentParser(prog="happy_launcher.bridge.daemon_run")
+    parser.add_argument("--ready-fd", type=int, default=None)
+    ready_fd = parser.parse_args(argv).ready_fd
+    from happy_launcher.bridge.service import serve
+    from happy_launcher.home.dirs import happy_home
+
+    try:
+        return run(happy_home(os.environ), os.environ, serve, ready_fd=ready_fd)
+    except HappyError as error:
+        sys.stderr.write(f"happy: {error}\n")
+        return error.exit_code
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

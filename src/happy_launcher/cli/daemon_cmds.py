@@ -1,5 +1,5 @@
 """`happy daemon start|stop|status`: the bridge to Happy's server, one per HAPPY_HOME_DIR (and the
-hidden `happy daemon run`, the bridge itself). Thin: parse, call happy_launcher.bridge, print."""
+Thin: parse, call happy_launcher.bridge, print."""
 
 from __future__ import annotations
 
@@ -95,20 +95,3 @@ def status(
             typer.echo(f"server: {last.server}\nstate: {last.line()}\nupdated: {last.updated_at}")
     if owner is None:
         raise typer.Exit(NOT_RUNNING)
-
-
-@daemon_app.command("run", hidden=True)
-def run_bridge(
-    ready_fd: Annotated[
-        int | None, typer.Option("--ready-fd", help="Write `ready` here at the first state.")
-    ] = None,
-) -> None:
-    """The bridge itself, in the foreground, until SIGTERM or SIGINT (what `start` runs)."""
-    from happy_launcher.bridge.daemon_run import run
-    from happy_launcher.bridge.service import serve
-
-    try:
-        code = run(happy_home(os.environ), os.environ, serve, ready_fd=ready_fd)
-    except HappyError as error:
-        raise fail(error) from None
-    raise typer.Exit(code)
