@@ -131,7 +131,8 @@ def test_the_app_answers_permissions_and_a_message_then_kills_the_session(
         deny = {"id": denied, "approved": False, "reason": REASON}
         assert answered(t, app.call(happy_id, "permission", deny), "denied") is None
         t.expect_screen(f"Reason: {REASON}", since=mark)
-        assert completed(t, app, happy_id, denied)["status"] == "denied"
+        settled = completed(t, app, happy_id, denied)
+        assert (settled["status"], settled.get("reason")) == ("denied", REASON)
         t.wait_turn_end(2)
         assert written.is_file()
 

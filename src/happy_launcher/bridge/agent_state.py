@@ -21,6 +21,7 @@ class AgentState:
     controlled_by_user: bool = False
     requests: dict[str, dict[str, Any]] = field(default_factory=dict)
     completed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)  # a denial's reason, given before it settles
 
     def request(self, permission: Permission, now: int) -> None:
         self.requests[permission.id] = {
@@ -32,10 +33,11 @@ class AgentState:
     def settle(self, request_id: str, outcome: str, now: int, reason: str | None = None) -> bool:
         """Move a pending request to the settled ones; False if it is not pending here."""
         request = self.requests.pop(request_id, None)
+        reason = reason or self.reasons.pop(request_id, None)
         if request is None:
             return False
         done: dict[str, Any] = {**request, "completedAt": now, "status": _STATUS.get(outcome, "canceled")}
-        if reason:
+        if reason and outcome == "denied":  # (the terminal may have allowed it first)
             done["reason"] = reason
         self.completed[request_id] = done
         for old in list(self.completed)[:-KEPT_COMPLETED]:

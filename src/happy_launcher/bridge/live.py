@@ -77,7 +77,7 @@ class Live:
         self._marks = _Marks(store, server)
         self._inbox = Inbox(self._marks, api, control_send)
         self._control = SocketControl()
-        self._rpc = SessionRpc(self._target, self._control, self._allow, kill, self._switched)
+        self._rpc = SessionRpc(self._target, self._control, self._allow, kill, self._switched, self._denied)
         self._by_happy: dict[str, Linked] = {}
         self._allowed: dict[str, list[str]] = {}
         self._watches: dict[str, SessionWatch] = {}
@@ -204,6 +204,11 @@ class Live:
         watch = self._watches.get(session)
         if watch is not None:
             await watch.switched(to)  # the app's answer comes with controlledByUser already right
+
+    def _denied(self, session: str, request_id: str, reason: str) -> None:
+        watch = self._watches.get(session)
+        if watch is not None:
+            watch.state.reasons[request_id] = reason
 
     def _allow(self, session: str, tools: Sequence[str]) -> None:
         allowed = self._allowed.setdefault(session, [])

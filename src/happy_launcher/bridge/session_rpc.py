@@ -87,12 +87,14 @@ class SessionRpc:
         allow_tools: Callable[[str, Sequence[str]], None],
         kill: Callable[[int, int], None] = os.kill,
         switched: Switched = _unheard,
+        denied: Callable[[str, str, str], None] = lambda session, request_id, reason: None,
     ) -> None:
         self._find = find
         self._control = control
         self._allow_tools = allow_tools
         self._kill = kill
         self._switched = switched
+        self._denied = denied  # (session, request id, reason): shown in completedRequests
 
     async def call(self, method: str, params: str) -> str | None:
         """The sealed result of `method`; None for a session unknown here (nothing to seal with)."""
@@ -133,6 +135,8 @@ class SessionRpc:
         if p.approved and p.decision == "approved_for_session" and p.allowTools:
             self._allow_tools(target.session, p.allowTools)
         message = None if p.approved else (p.reason or "denied from the Happy app")
+        if message is not None:
+            self._denied(target.session, p.id, message)
         await self._control.answer(socket, p.id, p.approved, message)
         if p.decision == "abort":
             await self._control.abort(socket)

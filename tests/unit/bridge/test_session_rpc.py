@@ -26,6 +26,7 @@ class Harness:
         self.target = Target("hs-alpha", CIPHER, socket, pid)
         self.allowed: list[tuple[str, list[str]]] = []
         self.killed: list[tuple[int, int]] = []
+        self.denied: list[tuple[str, str, str]] = []
         self.switched: list[tuple[str, str]] = []
 
         async def switched(session: str, to: str) -> None:
@@ -36,6 +37,7 @@ class Harness:
             SocketControl(),
             lambda session, tools: self.allowed.append((session, list(tools))),
             kill=lambda pid, sig: self.killed.append((pid, sig)),
+            denied=lambda *said: self.denied.append(said),
             switched=switched,
         )
 
@@ -72,6 +74,11 @@ async def test_the_apps_answers_settle_the_sessions_requests(tmp_path: Path) -> 
         ("r5", False, "denied from the Happy app"),
     ]
     assert controller.aborts == 1 and h.allowed == [("hs-alpha", ["Bash(ls)"])]
+    assert [(request, reason) for _, request, reason in h.denied] == [
+        ("r2", "not that"),
+        ("r3", "denied from the Happy app"),
+        ("r5", "denied from the Happy app"),
+    ]
 
 
 async def test_abort_switch_and_kill(tmp_path: Path) -> None:

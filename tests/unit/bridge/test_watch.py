@@ -161,3 +161,16 @@ async def test_who_has_the_session_follows_a_switch(tmp_path: Path) -> None:
             await SocketControl().switch(socket, "local")
             await updates.until(controlled)  # by a keepalive
             tg.cancel_scope.cancel()
+
+
+def test_a_denials_reason_given_before_it_settles_is_kept_only_if_it_was_denied() -> None:
+    from happy_launcher.bridge.agent_state import AgentState
+
+    state = AgentState()
+    for request_id in ("r1", "r2"):
+        state.request(Permission(id=request_id, tool="Bash", input={}, title="x"), 1)
+        state.reasons[request_id] = "not on Fridays"  # the app's `permission` RPC, as it answers
+    state.settle("r1", "denied", 2)
+    state.settle("r2", "allowed", 2)  # the terminal allowed it first: no reason
+    assert state.completed["r1"]["reason"] == "not on Fridays" and "reason" not in state.completed["r2"]
+    assert state.reasons == {}
