@@ -1,7 +1,9 @@
 """The bridge's live side, on the account's socket: each session sessions-out has linked gets its
 RPCs registered (again after every reconnection), its messages from the app read after its mark
 (on a push, on a reconnection, when it starts to run), and, while it runs, a watch (agentState,
-presence, metadata). This machine is registered and kept alive."""
+presence, metadata). This machine is registered and kept alive, its RPCs (start and stop a
+session: `machine.py`, `spawner.py`) registered beside the sessions' ones; a session it started that
+a client ends (`session-end`, as `happy-agent stop` sends it) is stopped."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from happy_launcher.bridge.api import HappyApi
 from happy_launcher.bridge.credentials import Credentials
 from happy_launcher.bridge.inbox import Inbox, control_send
 from happy_launcher.bridge.links import Linked
-from happy_launcher.bridge.machine import keep_alive, register_machine
+from happy_launcher.bridge.machine import MachineRpc, keep_alive, machine_cipher, register_machine
 from happy_launcher.bridge.metadata import MachineFacts, session_metadata
 from happy_launcher.bridge.retry import Retry, log_failure
 from happy_launcher.bridge.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
+from happy_launcher.bridge.spawner import Spawner
 from happy_launcher.bridge.updates import Updates, open_updates
 from happy_launcher.bridge.versioned import Versioned
 from happy_launcher.bridge.watch import SessionWatch
@@ -66,6 +69,7 @@ class Live:
         retry: Retry,
         machine: MachineFacts,
         clock: Clock,
+        spawner: Spawner,
         kill: Callable[[int, int], None] = os.kill,
     ) -> None:
         self._home = home
@@ -74,6 +78,8 @@ class Live:
         self._retry = retry
         self._machine = machine
         self._clock = clock
+        self._spawner = spawner
+        self._machine_rpc: MachineRpc | None = None
         self._marks = _Marks(store, server)
         self._inbox = Inbox(self._marks, api, control_send)
         self._control = SocketControl()
@@ -90,9 +96,13 @@ class Live:
         """Until cancelled: the socket open (reconnecting), the machine registered and alive."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            tg.start_soon(self._spawner.run)
             await register_machine(self._api, self._retry, credentials, self._machine)
+            cipher, _ = machine_cipher(credentials)
+            self._machine_rpc = MachineRpc(self._machine.machine_id, cipher, self._spawner)
             async with open_updates(self._server, token, self) as updates:
                 self._updates = updates
+                await self._register_machine()
                 for linked in list(self._by_happy.values()):  # linked before the socket was up
                     tg.start_soon(self._serve, linked)
                 await keep_alive(updates, self._machine.machine_id, self._clock)
@@ -101,6 +111,7 @@ class Live:
         """Sessions-out took a session up (a run of it, or its stored envelopes)."""
         self._by_happy[linked.happy_id] = linked
         self._marks.views[linked.session] = view
+        self._spawner.linked(view.pid, linked.happy_id)
         if self._tg is not None and self._updates is not None:
             self._tg.start_soon(self._serve, linked)
 
@@ -121,6 +132,11 @@ class Live:
         self._registered.add(linked.happy_id)
         for method in rpc_methods(linked.happy_id):
             await self._updates.emit("rpc-register", {"method": method})
+
+    async def _register_machine(self) -> None:
+        if self._updates is not None and self._machine_rpc is not None:
+            for method in self._machine_rpc.methods():
+                await self._updates.emit("rpc-register", {"method": method})
 
     async def _watch(self, linked: Linked, view: SessionView) -> None:
         assert self._updates is not None
@@ -165,6 +181,7 @@ class Live:
         self._registered.clear()  # the server forgot them with the old connection
         if self._tg is None or self._updates is None:
             return  # the first connection: `run` serves what is linked once it has the socket
+        await self._register_machine()
         for linked in list(self._by_happy.values()):
             self._tg.start_soon(self._serve, linked)
         for watch in list(self._watches.values()):
@@ -182,7 +199,13 @@ class Live:
         if isinstance(sealed, str) and self._inbox.pushed(linked, str(message.get("id")), sealed):
             self._tg.start_soon(self._serve, linked)
 
+    async def ephemeral(self, body: dict[str, Any]) -> None:
+        if body.get("type") == "activity" and body.get("active") is False and isinstance(body.get("id"), str):
+            await self._spawner.stop(body["id"])  # a no-op for a session not started here
+
     async def rpc(self, method: str, params: str) -> str | None:
+        if self._machine_rpc is not None and self._machine_rpc.serves(method):
+            return await self._machine_rpc.call(method, params)
         return await self._rpc.call(method, params)
 
     # --- what the RPCs need -------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """This machine on Happy's server: registered (get-or-create by its machine id) with metadata the
 app lists it by, and kept alive (`machine-alive` every `MACHINE_ALIVE` seconds) while the bridge
 runs. Its payloads are sealed as Happy's CLI seals them: a dataKey login's machine key (wrapped
-to the account's content key), a legacy login's account secret."""
+to the account's content key), a legacy login's account secret. Its RPCs (`<machine id>:<name>`,
+registered on the account's socket like the sessions' ones: the server routes an RPC by account
+and method name, whatever the socket's scope) start and stop sessions (`spawner.py`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -16,10 +18,12 @@ from happy_launcher.bridge.crypto import b64, wrap_data_key
 from happy_launcher.bridge.metadata import MachineFacts
 from happy_launcher.bridge.retry import Retry
 from happy_launcher.bridge.updates import Updates
+from happy_launcher.errors import DecryptError
 from happy_launcher.protocol import Clock
 from happy_launcher.version import __version__
 
 MACHINE_ALIVE = 20.0  # seconds between two `machine-alive`s
+MACHINE_RPCS = ("spawn-happy-session", "stop-session")
 
 
 def machine_cipher(credentials: Credentials) -> tuple[SessionCipher, str | None]:
@@ -53,3 +57,40 @@ async def keep_alive(updates: Updates, machine_id: str, clock: Clock, every: flo
     while True:
         await updates.emit("machine-alive", {"machineId": machine_id, "time": clock()})
         await anyio.sleep(every)
+
+
+class Sessions(Protocol):
+    """What the machine's RPCs do (`spawner.Spawner`)."""
+
+    async def spawn(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def stop(self, happy_id: str) -> bool: ...
+
+
+class MachineRpc:
+    def __init__(self, machine_id: str, cipher: SessionCipher, sessions: Sessions) -> None:
+        self._prefix = f"{machine_id}:"
+        self._cipher = cipher
+        self._sessions = sessions
+
+    def methods(self) -> list[str]:
+        return [self._prefix + name for name in MACHINE_RPCS]
+
+    def serves(self, method: str) -> bool:
+        return method.startswith(self._prefix)
+
+    async def call(self, method: str, params: str) -> str:
+        """The sealed answer to one of `methods()`."""
+        try:
+            request = self._cipher.open(params)
+        except DecryptError:
+            request = None
+        if not isinstance(request, dict):
+            return self._cipher.seal({"error": "the request is not one this machine understands"})
+        name = method.removeprefix(self._prefix)
+        if name == "spawn-happy-session":
+            return self._cipher.seal(await self._sessions.spawn(request))
+        happy_id = request.get("sessionId")
+        if name == "stop-session" and isinstance(happy_id, str) and await self._sessions.stop(happy_id):
+            return self._cipher.seal({"message": "Session stopped"})
+        return self._cipher.seal({"error": f"{happy_id} is not a session this machine started, or it ended"})

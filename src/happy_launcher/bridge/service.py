@@ -61,6 +61,8 @@ async def serve(ctx: BridgeContext) -> None:
     from happy_launcher.bridge.live import Live
     from happy_launcher.bridge.metadata import machine_facts
     from happy_launcher.bridge.sessions_out import sessions_out
+    from happy_launcher.bridge.spawner import ProcessLauncher, Spawner
+    from happy_launcher.claude.binary import find_claude
     from happy_launcher.store.sessions import SessionStore
 
     health = ServerHealth(changed=lambda h: _report_health(ctx.report, h))
@@ -69,7 +71,8 @@ async def serve(ctx: BridgeContext) -> None:
     api = HttpHappyApi(ctx.server, ctx.credentials.token)
     store = SessionStore.open(ctx.home)
     try:
-        live = Live(ctx.home, ctx.server, store, api, retry, machine, wall_clock_ms)
+        spawner = Spawner(ctx.home, os.environ, ProcessLauncher(), partial(find_claude, os.environ))
+        live = Live(ctx.home, ctx.server, store, api, retry, machine, wall_clock_ms, spawner)
         links = Links(on_link=live.linked)
         async with anyio.create_task_group() as tg:
             tg.start_soon(live.run, ctx.credentials.token, ctx.credentials)

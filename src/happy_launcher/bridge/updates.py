@@ -39,6 +39,10 @@ class UpdateHandler(Protocol):
         """A pushed update's body (`t`: new-message, update-session, …)."""
         ...
 
+    async def ephemeral(self, body: dict[str, Any]) -> None:
+        """A pushed ephemeral (`type`: activity, usage, machine-activity): not stored by the server."""
+        ...
+
     async def rpc(self, method: str, params: str) -> str | None:
         """An RPC the app called on `method` (`<happy session id>:<name>`): its sealed result
         (None for a session unknown here)."""
@@ -153,6 +157,9 @@ class SocketUpdates:
             body = packet.data.get("body") if isinstance(packet.data, dict) else None
             if isinstance(body, dict):
                 tg.start_soon(self._handler.update, body)
+        elif isinstance(packet, engineio.EventIn) and packet.name == "ephemeral":
+            if isinstance(packet.data, dict):
+                tg.start_soon(self._handler.ephemeral, packet.data)
         elif isinstance(packet, engineio.EventIn) and packet.name == "rpc-request":
             tg.start_soon(self._answer, socket, packet)
         elif isinstance(packet, engineio.Closed):

@@ -27,17 +27,35 @@ def start(
         str | None,
         typer.Option("--server", help="Happy's server (default: HAPPY_SERVER_URL, else Happy's hosted one)."),
     ] = None,
+    allow_dir: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-dir",
+            help="A directory the app may start sessions in (and under); repeat for more. Replaces the "
+            "kept list (default: your home directory).",
+        ),
+    ] = None,
+    max_sessions: Annotated[
+        int | None,
+        typer.Option("--max-sessions", help="At most this many sessions started from the app at once (8)."),
+    ] = None,
 ) -> None:
-    """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies."""
+    """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies.
+    Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
+    from pathlib import Path
+
     from happy_launcher.bridge import daemon
     from happy_launcher.bridge.credentials import read_credentials
     from happy_launcher.bridge.report import read_status
     from happy_launcher.bridge.server import SERVER_ENV
+    from happy_launcher.bridge.spawn_dirs import configure
 
     try:
         home = happy_home(os.environ)
         if read_credentials(home) is None:
             raise DaemonError("not logged in: run `happy auth login`")
+        if allow_dir or max_sessions is not None:
+            configure(home, Path.home(), allow_dir or [], max_sessions)
         env = {**os.environ, SERVER_ENV: server} if server else dict(os.environ)
         started = daemon.start(home, env)
         status = read_status(home)
