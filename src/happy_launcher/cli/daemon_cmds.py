@@ -31,13 +31,16 @@ def start(
         list[str] | None,
         typer.Option(
             "--allow-dir",
+            metavar="DIR",
             help="A directory the app may start sessions in (and under); repeat for more. Replaces the "
             "kept list (default: your home directory).",
         ),
     ] = None,
     max_sessions: Annotated[
         int | None,
-        typer.Option("--max-sessions", help="At most this many sessions started from the app at once (8)."),
+        typer.Option(
+            "--max-sessions", metavar="N", help="At most this many sessions started from the app at once (8)."
+        ),
     ] = None,
 ) -> None:
     """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies.
