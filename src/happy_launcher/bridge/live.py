@@ -104,7 +104,7 @@ class Live:
                 self._updates = updates
                 await self._register_machine()
                 for linked in list(self._by_happy.values()):  # linked before the socket was up
-                    tg.start_soon(self._serve, linked)
+                    tg.start_soon(self._serve, linked, True)
                 await keep_alive(updates, self._machine.machine_id, self._clock)
 
     def linked(self, linked: Linked, view: SessionView) -> None:
@@ -113,18 +113,28 @@ class Live:
         self._marks.views[linked.session] = view
         self._spawner.linked(view.pid, linked.happy_id)
         if self._tg is not None and self._updates is not None:
-            self._tg.start_soon(self._serve, linked)
+            self._tg.start_soon(self._serve, linked, True)
 
-    async def _serve(self, linked: Linked) -> None:
+    async def _serve(self, linked: Linked, taken_up: bool = False) -> None:
+        """`taken_up`: sessions out has just taken the session up (a run, or what an ended one
+        left unsent): an ended one is told ended (it may have ended while the bridge was down)."""
         try:
             await self._register(linked)
             view = self._marks.views.get(linked.session)
             if view is not None and view.running and linked.session not in self._watches:
                 assert self._tg is not None
                 self._tg.start_soon(self._watch, linked, view)
+            elif view is not None and not view.running and taken_up:
+                await self._told_ended(linked, view)
             await self._inbox.catch_up(linked)
         except Exception as exc:  # one session's trouble never stops the others' (nor the bridge)
             log_failure(f"session {linked.session}", exc)
+
+    async def _told_ended(self, linked: Linked, view: SessionView) -> None:
+        assert self._updates is not None
+        metadata = Versioned(self._updates, "metadata", linked.happy_id, linked.cipher)
+        await metadata.publish(self._describe(view, False, None, self._clock()))
+        await self._updates.emit("session-end", {"sid": linked.happy_id, "time": self._clock()})
 
     async def _register(self, linked: Linked) -> None:
         if self._updates is None or linked.happy_id in self._registered:

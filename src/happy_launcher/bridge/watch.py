@@ -89,18 +89,18 @@ class SessionWatch:
         self._described: dict[str, Any] | None = None
 
     async def run(self) -> None:
-        """Until the session ends; then its requests are canceled and `session-end` is sent."""
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._keepalive)
-                await self._follow()
-                tg.cancel_scope.cancel()
-        finally:
-            with anyio.CancelScope(shield=True):
-                self.state.cancel_all(self._clock())
-                await self._publisher.publish(self.state.to_json())
-                await self._describe_as(running=False)
-                await self._updates.emit("session-end", {"sid": self._happy_id, "time": self._clock()})
+        """Until the session ends; then its requests are canceled and `session-end` is sent. A
+        watch that stops for another reason (the bridge stopping, a broken control connection)
+        tells no end: the session may well run on (and the app's end of a session it started is
+        a stop)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._keepalive)
+            await self._follow()
+            tg.cancel_scope.cancel()
+        self.state.cancel_all(self._clock())
+        await self._publisher.publish(self.state.to_json())
+        await self._describe_as(running=False)
+        await self._updates.emit("session-end", {"sid": self._happy_id, "time": self._clock()})
 
     async def resync(self) -> None:
         """After a reconnection: the server hears the state and presence again."""
