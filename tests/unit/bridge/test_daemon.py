@@ -28,13 +28,13 @@ from happy_launcher.home.procs import ProcessId, this_process
 pytestmark = pytest.mark.timeout(20)
 
 # Says it is ready (its handler is set) once it runs, then waits to be ended.
-SLEEPER = "import signal, sys, time\n{}\nprint('up', flush=True)\ntime.sleep(60)\n"
+WAITING = "import signal, sys\n{}\nprint('up', flush=True)\nwhile True:\n    signal.pause()\n"
 DEAF = "signal.signal(signal.SIGTERM, signal.SIG_IGN)"
 
 
 @pytest.fixture
 def child() -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPER.format("")], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", WAITING.format("")], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "up\n"
     yield proc
     proc.kill()
@@ -92,7 +92,7 @@ def test_stop_ends_the_bridge_with_sigterm(tmp_path: Path, child: subprocess.Pop
 
 
 def test_stop_kills_a_bridge_that_ignores_sigterm(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPER.format(DEAF)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", WAITING.format(DEAF)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "up\n"
         write_pid_file(tmp_path, this_process(proc.pid))

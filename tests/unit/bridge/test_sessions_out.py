@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from happy_launcher.bridge.api import RemoteSession
@@ -98,7 +99,7 @@ class Looks:
     async def sleep(self, seconds: float) -> None:
         self.done.set()
         self.done = anyio.Event()
-        await anyio.sleep(seconds)
+        await anyio.lowlevel.checkpoint()  # the next look at once: the test waits on looks, not time
 
     async def settled(self, store: SessionStore, session: str, sent: int) -> None:
         """Until a look has found the session's mark at `sent`, then one more look (the manager
