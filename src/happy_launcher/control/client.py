@@ -13,6 +13,13 @@ from typing import TypeVar, cast
 
 import anyio
 
+from happy_launcher.control.framing import (
+    LineSplitter,
+    WireError,
+    encode,
+    parse_server_line,
+    split_envelope_line,
+)
 from happy_launcher.control.link import Link, LinkClosed
 from happy_launcher.control.link import connect as connect_link
 from happy_launcher.control.sockets import short_path
@@ -26,7 +33,6 @@ from happy_launcher.control.wire import (
     Event,
     HelloReply,
     HelloRequest,
-    LineSplitter,
     OkReply,
     Reply,
     SendRequest,
@@ -34,10 +40,6 @@ from happy_launcher.control.wire import (
     StatusRequest,
     SubscribeRequest,
     SwitchRequest,
-    WireError,
-    encode,
-    parse_server_line,
-    split_envelope_line,
 )
 from happy_launcher.errors import (
     ControlError,

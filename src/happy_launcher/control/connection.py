@@ -11,6 +11,7 @@ import logging
 import anyio
 from anyio.abc import TaskGroup
 
+from happy_launcher.control.framing import LineSplitter, WireError, encode, parse_request
 from happy_launcher.control.link import Link, LinkClosed, ServerLimits, cancel_on
 from happy_launcher.control.outbox import Outbox
 from happy_launcher.control.sockets import peer_uid
@@ -26,7 +27,6 @@ from happy_launcher.control.wire import (
     Facts,
     HelloReply,
     HelloRequest,
-    LineSplitter,
     OkReply,
     Permission,
     Reply,
@@ -36,9 +36,6 @@ from happy_launcher.control.wire import (
     StatusRequest,
     SubscribeRequest,
     SwitchRequest,
-    WireError,
-    encode,
-    parse_request,
 )
 from happy_launcher.session.ports import Controller, ControlRefused, MessageMeta
 from happy_launcher.version import __version__

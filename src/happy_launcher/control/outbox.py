@@ -13,8 +13,9 @@ from typing import Protocol
 
 import anyio
 
+from happy_launcher.control.framing import encode
 from happy_launcher.control.link import DROP_GRACE, OUTBOX_LIMIT
-from happy_launcher.control.wire import Dropped, encode
+from happy_launcher.control.wire import Dropped
 
 
 class Sender(Protocol):

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from happy_launcher.control.framing import encode, envelope_line
 from happy_launcher.control.outbox import Outbox
-from happy_launcher.control.wire import (
-    Permission,
-    PermissionRequested,
-    PermissionSettled,
-    encode,
-    envelope_line,
-)
+from happy_launcher.control.wire import Permission, PermissionRequested, PermissionSettled
 from happy_launcher.protocol import Envelope
 from happy_launcher.session.ports import Controller, PermissionAnswer, PermissionRequest
 

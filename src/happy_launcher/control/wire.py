@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
 from happy_launcher.protocol.wire import Envelope
 from happy_launcher.session.ports import (
@@ -30,14 +29,14 @@ RequestId = Annotated[str, Field(min_length=1, max_length=200)]
 ErrorCode = Literal["bad-json", "bad-request", "too-long", "unsupported-version", "refused", "failed"]
 
 
-class _Line(BaseModel):
+class WireLine(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # --- shared shapes ------------------------------------------------------------------------------
 
 
-class Facts(_Line):
+class Facts(WireLine):
     """The session, as `hello` and `status` describe it."""
 
     happy_session_id: str | None = Field(description="null until Claude has named its session")
@@ -63,7 +62,7 @@ class Facts(_Line):
         )
 
 
-class Permission(_Line):
+class Permission(WireLine):
     """A permission request waiting for an answer (from any client, or the terminal)."""
 
     id: str
@@ -89,13 +88,13 @@ class Permission(_Line):
 # --- requests (client -> server) ----------------------------------------------------------------
 
 
-class HelloRequest(_Line):
+class HelloRequest(WireLine):
     type: Literal["hello"]
     id: RequestId
     versions: list[PositiveInt] = Field(min_length=1, description="protocol versions the client speaks")
 
 
-class SubscribeRequest(_Line):
+class SubscribeRequest(WireLine):
     type: Literal["subscribe"]
     id: RequestId
     after_seq: NonNegativeInt | None = Field(
@@ -103,7 +102,7 @@ class SubscribeRequest(_Line):
     )
 
 
-class SendRequest(_Line):
+class SendRequest(WireLine):
     type: Literal["send"]
     id: RequestId
     message_id: str = Field(min_length=1, max_length=200, description="the client's id; a resend is a no-op")
@@ -137,18 +136,18 @@ class SendRequest(_Line):
     )
 
 
-class SwitchRequest(_Line):
+class SwitchRequest(WireLine):
     type: Literal["switch"]
     id: RequestId
     to: Literal["local", "remote"]
 
 
-class AbortRequest(_Line):
+class AbortRequest(WireLine):
     type: Literal["abort"]
     id: RequestId
 
 
-class AnswerRequest(_Line):
+class AnswerRequest(WireLine):
     type: Literal["answer"]
     id: RequestId
     request_id: str = Field(description="the permission request's id")
@@ -156,7 +155,7 @@ class AnswerRequest(_Line):
     message: str | None = Field(default=None, description="why, when denying (Claude sees it)")
 
 
-class StatusRequest(_Line):
+class StatusRequest(WireLine):
     type: Literal["status"]
     id: RequestId
 
@@ -171,7 +170,7 @@ class HookPayload(BaseModel):
     tool_input: dict[str, Any]
 
 
-class AskPermissionRequest(_Line):
+class AskPermissionRequest(WireLine):
     """Sent by happy's PermissionRequest hook in the TUI (any client may ask the same): a pending
     request (`origin` local) until the first answer from any client, or until it is withdrawn: the
     user answered in the TUI (the tool call ended), the turn ended, or this connection closed. The
@@ -197,7 +196,7 @@ Request = Annotated[AnyRequest, Field(discriminator="type")]
 # --- replies (server -> client, echoing the request's id) ----------------------------------------
 
 
-class HelloReply(_Line):
+class HelloReply(WireLine):
     type: Literal["hello"] = "hello"
     id: str
     version: int = Field(description="the protocol version of this connection")
@@ -205,7 +204,7 @@ class HelloReply(_Line):
     session: Facts
 
 
-class OkReply(_Line):
+class OkReply(WireLine):
     """`subscribe`, `switch`, `abort`, `answer` done (a switch: started)."""
 
     type: Literal["ok"] = "ok"
@@ -218,7 +217,7 @@ class OkReply(_Line):
     )
 
 
-class AcceptedReply(_Line):
+class AcceptedReply(WireLine):
     type: Literal["accepted"] = "accepted"
     id: str
     message_seq: PositiveInt = Field(description="the message's seq among the session's inbound messages")
@@ -229,14 +228,14 @@ class AcceptedReply(_Line):
         return cls(id=request_id, message_seq=accepted.message_seq, duplicate=accepted.duplicate)
 
 
-class StatusReply(_Line):
+class StatusReply(WireLine):
     type: Literal["status"] = "status"
     id: str
     session: Facts
     pending: list[Permission] = Field(description="permission requests waiting for an answer")
 
 
-class DecisionReply(_Line):
+class DecisionReply(WireLine):
     """How a `permission` request was settled. `withdrawn`: no client decided (the TUI's dialog
     does); `message`: why it was denied (Claude shows it); `interrupt`: stop the turn too."""
 
@@ -254,7 +253,7 @@ class DecisionReply(_Line):
         return cls(id=request_id, outcome="denied", message=answer.message or None, interrupt=answer.stop)
 
 
-class ErrorReply(_Line):
+class ErrorReply(WireLine):
     type: Literal["error"] = "error"
     id: str | None = Field(description="the request's id; null when the line had none that could be read")
     code: ErrorCode
@@ -264,7 +263,7 @@ class ErrorReply(_Line):
 # --- events (server -> a subscribed client) -------------------------------------------------------
 
 
-class EnvelopeEvent(_Line):
+class EnvelopeEvent(WireLine):
     """An envelope, exactly as stored, with its per-session seq (strictly increasing)."""
 
     type: Literal["envelope"] = "envelope"
@@ -272,12 +271,12 @@ class EnvelopeEvent(_Line):
     envelope: Envelope
 
 
-class PermissionRequested(_Line):
+class PermissionRequested(WireLine):
     type: Literal["permission-requested"] = "permission-requested"
     request: Permission
 
 
-class PermissionSettled(_Line):
+class PermissionSettled(WireLine):
     type: Literal["permission-settled"] = "permission-settled"
     request_id: str
     outcome: Literal["allowed", "denied", "withdrawn"]
@@ -287,7 +286,7 @@ class PermissionSettled(_Line):
         return cls(request_id=request_id, outcome=outcome(answer))
 
 
-class Dropped(_Line):
+class Dropped(WireLine):
     """The client read too slowly: what was queued for it is discarded and the connection closes
     after this line. Subscribe again (a new connection) after the last seq received: nothing is lost."""
 
@@ -299,7 +298,7 @@ Reply = HelloReply | OkReply | AcceptedReply | StatusReply | DecisionReply | Err
 Event = EnvelopeEvent | PermissionRequested | PermissionSettled | Dropped
 ServerLine = Annotated[Reply | Event, Field(discriminator="type")]
 
-REQUESTS: tuple[type[_Line], ...] = (
+REQUESTS: tuple[type[WireLine], ...] = (
     HelloRequest,
     SubscribeRequest,
     SendRequest,
@@ -309,7 +308,7 @@ REQUESTS: tuple[type[_Line], ...] = (
     StatusRequest,
     AskPermissionRequest,
 )
-REPLIES: tuple[type[_Line], ...] = (
+REPLIES: tuple[type[WireLine], ...] = (
     HelloReply,
     OkReply,
     AcceptedReply,
@@ -317,102 +316,4 @@ REPLIES: tuple[type[_Line], ...] = (
     DecisionReply,
     ErrorReply,
 )
-EVENTS: tuple[type[_Line], ...] = (EnvelopeEvent, PermissionRequested, PermissionSettled, Dropped)
-
-_REQUEST = TypeAdapter[Request](Request)
-_SERVER_LINE = TypeAdapter[ServerLine](ServerLine)
-_ENVELOPE_PREFIX = b'{"type":"envelope","seq":'
-
-
-class WireError(Exception):
-    """A line that is not a valid message; `request_id` when one could be read from it."""
-
-    def __init__(self, code: ErrorCode, message: str, request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.request_id = code, message, request_id
-
-    def reply(self) -> ErrorReply:
-        return ErrorReply(id=self.request_id, code=self.code, message=self.message)
-
-
-def parse_request(line: bytes) -> Request:
-    try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise WireError("bad-json", f"not a JSON line ({exc})") from None
-    request_id = data.get("id") if isinstance(data, dict) else None
-    request_id = request_id if isinstance(request_id, str) and 0 < len(request_id) <= 200 else None
-    try:
-        return _REQUEST.validate_python(data)
-    except ValidationError as exc:
-        raise WireError("bad-request", _explain(exc), request_id) from None
-
-
-def parse_server_line(line: bytes) -> Reply | Event:
-    try:
-        return _SERVER_LINE.validate_json(line)
-    except ValidationError as exc:
-        raise WireError("bad-request", _explain(exc)) from None
-
-
-def _explain(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "the line"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}; see docs/control-protocol.md"
-
-
-def encode(line: _Line) -> bytes:
-    return line.model_dump_json().encode() + b"\n"
-
-
-def envelope_line(seq: int, body: bytes) -> bytes:
-    """An `envelope` event spliced around the stored bytes: no re-encoding, and the client gets
-    the envelope exactly as stored."""
-    return b'%s%d,"envelope":%s}\n' % (_ENVELOPE_PREFIX, seq, body)
-
-
-def split_envelope_line(line: bytes) -> tuple[int, bytes] | None:
-    """(seq, envelope bytes) of a line made by `envelope_line`; None for any other line."""
-    if not line.startswith(_ENVELOPE_PREFIX) or not line.endswith(b"}"):
-        return None
-    comma = line.find(b",", len(_ENVELOPE_PREFIX))
-    seq = line[len(_ENVELOPE_PREFIX) : comma]
-    if comma < 0 or not seq.isdigit() or not line.startswith(b'"envelope":', comma + 1):
-        return None
-    return int(seq), line[comma + 12 : -1]
-
-
-class LineSplitter:
-    """Bytes in, complete lines out (without the newline). A line longer than `max_line` comes
-    out as None, once, and the rest of it is skipped: the connection stays usable."""
-
-    def __init__(self, max_line: int) -> None:
-        self._max = max_line
-        self._partial = bytearray()
-        self._skipping = False
-
-    def feed(self, data: bytes) -> list[bytes | None]:
-        lines: list[bytes | None] = []
-        start = 0
-        while (end := data.find(b"\n", start)) >= 0:
-            if self._skipping:
-                self._skipping = False
-            elif len(self._partial) + end - start > self._max:
-                lines.append(None)
-            else:
-                lines.append(bytes(self._partial + data[start:end]) if self._partial else data[start:end])
-            self._partial.clear()
-            start = end + 1
-        if not self._skipping:
-            self._partial += data[start:]
-            if len(self._partial) > self._max:
-                lines.append(None)
-                self._partial.clear()
-                self._skipping = True
-        return lines
-
-
-def schemas() -> dict[str, dict[str, Any]]:
-    """Every line's JSON Schema, by model name (the doc's source)."""
-    return {model.__name__: model.model_json_schema() for model in (*REQUESTS, *REPLIES, *EVENTS)}
+EVENTS: tuple[type[WireLine], ...] = (EnvelopeEvent, PermissionRequested, PermissionSettled, Dropped)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from happy_launcher.control.wire import schemas
+from happy_launcher.control.framing import schemas
 from scripts.gen_control_doc import DOC, MARK, updated
 
 

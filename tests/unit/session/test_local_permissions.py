@@ -10,13 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.control.wire import (
-    AskPermissionRequest,
-    DecisionReply,
-    WireError,
-    encode,
-    parse_request,
-)
+from happy_launcher.control.framing import WireError, encode, parse_request
+from happy_launcher.control.wire import AskPermissionRequest, DecisionReply
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.protocol.events import Event, ToolCallEndEv, ToolCallStartEv, TurnEndEv
 from happy_launcher.runner.controller import SessionController
