@@ -32,11 +32,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from happy_launcher.bridge.api import HttpHappyApi
-from happy_launcher.bridge.credentials import Credentials, write_credentials
-from happy_launcher.bridge.crypto import content_keypair
-from happy_launcher.bridge.fake_api import FakeHappyApi
-from happy_launcher.bridge.sessions_out import sessions_out
+from happy_launcher.bridge.keys.credentials import Credentials, write_credentials
+from happy_launcher.bridge.keys.crypto import content_keypair
+from happy_launcher.bridge.link.api import HttpHappyApi
+from happy_launcher.bridge.link.fake_api import FakeHappyApi
+from happy_launcher.bridge.out.sessions_out import sessions_out
 from happy_launcher.control.fake import FakeController
 from happy_launcher.home.procs import this_process
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from happy_launcher.bridge.crypto import b64, content_keypair
+from happy_launcher.bridge.keys.crypto import b64, content_keypair
 from tests.support.happy_app import HappyApp
 from tests.support.happy_server import HappyServer, free_port
 from tests.support.happy_tui import happy_executable

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from happy_launcher.bridge import crypto
+from happy_launcher.bridge.keys import crypto
 from tests.support.happy_app import HappyApp
 from tests.support.happy_server import HappyServer, agent
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.credentials import Credentials, write_credentials
+from happy_launcher.bridge.keys.credentials import Credentials, write_credentials
 from tests.e2e.conftest import Launch
 from tests.support.claude_env import ClaudeEnv
 from tests.support.control import wait_for_file

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from happy_launcher.bridge.daemon import read_pid_file
+from happy_launcher.bridge.process.daemon import read_pid_file
 from happy_launcher.store.sessions import SessionStore
 from tests.support import happy_server as peer
 from tests.support.bridge_procs import stop_bridges

@@ -16,11 +16,11 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.bridge.api import MAX_FETCH, Fetched, HttpHappyApi, Posted, RemoteSession
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import b64, content_keypair
-from happy_launcher.bridge.retry import Backoff
-from happy_launcher.bridge.sessions_out import sessions_out
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import b64, content_keypair
+from happy_launcher.bridge.link.api import MAX_FETCH, Fetched, HttpHappyApi, Posted, RemoteSession
+from happy_launcher.bridge.link.retry import Backoff
+from happy_launcher.bridge.out.sessions_out import sessions_out
 from happy_launcher.store.sessions import SessionStore
 from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.credentials import read_machine_id
+from happy_launcher.bridge.keys.credentials import read_machine_id
 from happy_launcher.control.sockets import live_sockets
 from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv

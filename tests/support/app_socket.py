@@ -1,5 +1,5 @@
 """The test playing the Happy app on the server's live socket, where happy-agent cannot: a
-user-scoped Socket.IO client of the real server (path `/v1/updates`, as `bridge/updates.py`
+user-scoped Socket.IO client of the real server (path `/v1/updates`, as `bridge/link/updates.py`
 connects) that learns each new session's key from its `new-session` push (the dataEncryptionKey
 unwrapped with the account's content secret key, as the app does), keeps every session's
 decrypted `agentState` and metadata from the `update-session` pushes, its presence from the
@@ -19,8 +19,8 @@ from typing import Any
 
 import socketio
 
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.crypto import content_keypair, unb64, unwrap_data_key
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.keys.crypto import content_keypair, unb64, unwrap_data_key
 
 # The app's side is python-socketio, an implementation of Socket.IO independent of the bridge's own.
 UPDATES_PATH = "v1/updates"

@@ -1,4 +1,4 @@
-"""The bridges the tests start, found by their processes (`python -m happy_launcher.bridge.daemon_run`
+"""The bridges the tests start, found by their processes (`python -m happy_launcher.bridge.process.daemon_run`
 with a HAPPY_HOME_DIR under a test's directory), so a test's teardown stops them even before one
 has written its daemon.pid."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def stop_bridges(root: Path, bound: float = 10.0) -> list[int]:
-    """Stop every bridge (`happy_launcher.bridge.daemon_run`) whose HAPPY_HOME_DIR is `root` or
+    """Stop every bridge (`happy_launcher.bridge.process.daemon_run`) whose HAPPY_HOME_DIR is `root` or
     under it, found in /proc (so also one spawned whose daemon.pid is not written yet): SIGTERM,
     SIGKILL after `bound` s. Their pids."""
     found = []
@@ -38,7 +38,10 @@ def _bridge_home_under(proc: Path, root: Path) -> bool:
         env = (proc / "environ").read_bytes().split(b"\0")
     except OSError:  # gone, or not ours
         return False
-    if argv[1:3] != [b"-m", b"happy_launcher.bridge.daemon_run"]:  # as bridge/daemon.py spawns it
+    if argv[1:3] != [
+        b"-m",
+        b"happy_launcher.bridge.process.daemon_run",
+    ]:  # as bridge/process/daemon.py spawns it
         return False
     homes = [Path(os.fsdecode(v.split(b"=", 1)[1])) for v in env if v.startswith(b"HAPPY_HOME_DIR=")]
     return any(home == root or root in home.parents for home in homes)

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from happy_launcher.bridge.credentials import Credentials, write_credentials
-from happy_launcher.bridge.crypto import b64, content_keypair
+from happy_launcher.bridge.keys.credentials import Credentials, write_credentials
+from happy_launcher.bridge.keys.crypto import b64, content_keypair
 from tests.support import happy_server as peer
 from tests.support.app_socket import AppSocket
 from tests.support.happy_app import HappyApp

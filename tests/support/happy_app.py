@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from nacl.signing import SigningKey
 
-from happy_launcher.bridge.crypto import b64, content_keypair, seal_bundle
+from happy_launcher.bridge.keys.crypto import b64, content_keypair, seal_bundle
 
 
 def terminal_key(link: str) -> bytes:

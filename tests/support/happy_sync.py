@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import anyio
 import orjson
 
-from happy_launcher.bridge.api import HttpHappyApi
-from happy_launcher.bridge.cipher import SessionCipher
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.link.api import HttpHappyApi
 from happy_launcher.store.sessions import SessionStore
 
 _T = TypeVar("_T")

@@ -33,9 +33,9 @@ def login(server: ServerOption = None) -> None:
 
     import segno
 
-    from happy_launcher.bridge.auth import PAIRING_BOUND, Pairing, wait_for_approval
-    from happy_launcher.bridge.credentials import new_machine_id, write_credentials
-    from happy_launcher.bridge.server import HttpServer, server_url
+    from happy_launcher.bridge.keys.auth import PAIRING_BOUND, Pairing, wait_for_approval
+    from happy_launcher.bridge.keys.credentials import new_machine_id, write_credentials
+    from happy_launcher.bridge.keys.server import HttpServer, server_url
 
     try:
         home = happy_home(os.environ)
@@ -67,8 +67,8 @@ def login(server: ServerOption = None) -> None:
 @auth_app.command()
 def status(server: ServerOption = None) -> None:
     """The server, logged in or not (exit 1 if not), the variant, the machine id (asks no server)."""
-    from happy_launcher.bridge.credentials import read_credentials, read_machine_id
-    from happy_launcher.bridge.server import server_url
+    from happy_launcher.bridge.keys.credentials import read_credentials, read_machine_id
+    from happy_launcher.bridge.keys.server import server_url
 
     try:
         home = happy_home(os.environ)
@@ -88,8 +88,8 @@ def status(server: ServerOption = None) -> None:
 def logout() -> None:
     """Remove this machine's credentials (HAPPY_HOME_DIR/access.key) and stop the bridge, which
     holds the token; the machine id stays."""
-    from happy_launcher.bridge.credentials import remove_credentials
-    from happy_launcher.bridge.daemon import stop as stop_bridge
+    from happy_launcher.bridge.keys.credentials import remove_credentials
+    from happy_launcher.bridge.process.daemon import stop as stop_bridge
 
     try:
         home = happy_home(os.environ)

@@ -94,7 +94,7 @@ def start_bridge(home: Path, env: Mapping[str, str]) -> None:
     if not (home / ACCESS_KEY).exists():
         return
     try:
-        from happy_launcher.bridge.daemon import start_detached
+        from happy_launcher.bridge.process.daemon import start_detached
 
         start_detached(home, env)
     except Exception as exc:  # whatever it is, Claude runs on

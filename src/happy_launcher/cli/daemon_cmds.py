@@ -47,11 +47,11 @@ def start(
     Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
     from pathlib import Path
 
-    from happy_launcher.bridge import daemon
-    from happy_launcher.bridge.credentials import read_credentials
-    from happy_launcher.bridge.report import read_status
-    from happy_launcher.bridge.server import SERVER_ENV
-    from happy_launcher.bridge.spawn_dirs import configure
+    from happy_launcher.bridge.app.spawn_dirs import configure
+    from happy_launcher.bridge.keys.credentials import read_credentials
+    from happy_launcher.bridge.keys.server import SERVER_ENV
+    from happy_launcher.bridge.process import daemon
+    from happy_launcher.bridge.process.report import read_status
 
     try:
         home = happy_home(os.environ)
@@ -77,7 +77,7 @@ def start(
 @daemon_app.command()
 def stop() -> None:
     """Stop the bridge (SIGTERM; SIGKILL after 10 s)."""
-    from happy_launcher.bridge.daemon import stop as stop_bridge
+    from happy_launcher.bridge.process.daemon import stop as stop_bridge
 
     try:
         pid = stop_bridge(happy_home(os.environ))
@@ -96,8 +96,8 @@ def status(
     import dataclasses
     import json
 
-    from happy_launcher.bridge.daemon import running
-    from happy_launcher.bridge.report import read_status
+    from happy_launcher.bridge.process.daemon import running
+    from happy_launcher.bridge.process.report import read_status
 
     try:
         home = happy_home(os.environ)

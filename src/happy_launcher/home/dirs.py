@@ -15,7 +15,7 @@ RUN_DIR_NAME = "run"
 CONTROL_DIR_NAME = "control"
 SETTINGS_DIR_NAME = "settings"
 SOCKET_SUFFIX = ".sock"
-# Happy's credentials (bridge/credentials.py): named here so that `happy claude` can see whether
+# Happy's credentials (bridge/keys/credentials.py): named here so that `happy claude` can see whether
 # this machine is logged in with a stat, without loading the bridge.
 ACCESS_KEY = "access.key"
 

@@ -1,4 +1,4 @@
-"""The HTTP client of Happy's session calls (bridge/api.py) over httpx's MockTransport: the
+"""The HTTP client of Happy's session calls (bridge/link/api.py) over httpx's MockTransport: the
 requests it makes, the answers it reads, and every failure one HappyServerError naming the
 server and the call, never the token."""
 
@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from happy_launcher.bridge.api import Fetched, HttpHappyApi, Posted
+from happy_launcher.bridge.link.api import Fetched, HttpHappyApi, Posted
 from happy_launcher.errors import HappyServerError, HappyUnauthorizedError
 
 pytestmark = pytest.mark.anyio

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from happy_launcher.bridge.auth import PAIRING_BOUND, Pairing, wait_for_approval
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import b64, b64url, content_keypair, seal_bundle
-from happy_launcher.bridge.server import DEFAULT_SERVER, AuthAnswer, server_url
+from happy_launcher.bridge.keys.auth import PAIRING_BOUND, Pairing, wait_for_approval
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import b64, b64url, content_keypair, seal_bundle
+from happy_launcher.bridge.keys.server import DEFAULT_SERVER, AuthAnswer, server_url
 from happy_launcher.errors import PairingError
 
 SECRET = bytes(range(32))

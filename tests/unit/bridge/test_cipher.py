@@ -1,4 +1,4 @@
-"""A Happy session's cipher (bridge/cipher.py): both variants seal what they open, a dataKey
+"""A Happy session's cipher (bridge/keys/cipher.py): both variants seal what they open, a dataKey
 session's key reaches the app wrapped to the account's content key, and no key ever prints."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import secrets
 
 import pytest
 
-from happy_launcher.bridge.cipher import SessionCipher, new_session_cipher
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import b64, content_keypair, unb64, unwrap_data_key
+from happy_launcher.bridge.keys.cipher import SessionCipher, new_session_cipher
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import b64, content_keypair, unb64, unwrap_data_key
 from happy_launcher.errors import DecryptError
 
 SECRET = bytes(range(32))

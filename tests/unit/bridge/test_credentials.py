@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.credentials import (
+from happy_launcher.bridge.keys.credentials import (
     Credentials,
     new_machine_id,
     read_credentials,

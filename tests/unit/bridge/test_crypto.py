@@ -9,7 +9,7 @@ import secrets
 import pytest
 from nacl.public import PrivateKey
 
-from happy_launcher.bridge import crypto
+from happy_launcher.bridge.keys import crypto
 from happy_launcher.errors import DecryptError
 
 SECRET = bytes(range(32))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.daemon import (
+from happy_launcher.bridge.process.daemon import (
     LOG_FILE,
     PID_FILE,
     read_pid_file,

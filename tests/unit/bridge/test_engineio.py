@@ -1,11 +1,11 @@
-"""The bridge's own Socket.IO (bridge/engineio.py), frame by frame as Happy's server sends them
+"""The bridge's own Socket.IO (bridge/link/engineio.py), frame by frame as Happy's server sends them
 (Socket.IO 5 over Engine.IO 4; the shapes seen on the wire against the real server)."""
 
 from __future__ import annotations
 
 import pytest
 
-from happy_launcher.bridge import engineio
+from happy_launcher.bridge.link import engineio
 from happy_launcher.errors import HappyServerError
 
 

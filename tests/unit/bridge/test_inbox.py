@@ -1,4 +1,4 @@
-"""Messages in (bridge/inbox.py): the app's messages reach the session in order, once, through
+"""Messages in (bridge/app/inbox.py): the app's messages reach the session in order, once, through
 the control socket (the fake controller's real one); what we posted ourselves is never fed back;
 a session that does not run keeps its mark and gets the rest later."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.fake_api import FakeHappyApi
-from happy_launcher.bridge.inbox import AppText, Inbox, control_send
-from happy_launcher.bridge.links import Linked
+from happy_launcher.bridge.app.inbox import AppText, Inbox, control_send
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.link.fake_api import FakeHappyApi
+from happy_launcher.bridge.out.links import Linked
 from happy_launcher.control.fake import FakeController
 from happy_launcher.errors import SessionEndedError
 from tests.support.control import facts, running

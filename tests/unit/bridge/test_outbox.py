@@ -1,4 +1,4 @@
-"""Sessions out, one session at a time, over the in-memory Happy server (bridge/fake_api.py) and
+"""Sessions out, one session at a time, over the in-memory Happy server (bridge/link/fake_api.py) and
 a fake sleeper: links made once and kept with their key, envelopes posted in seq order in batches
 of at most 100 with localId = the envelope's id, the mark advanced only after the server's
 acknowledgement, and outages and restarts that lose nothing and post nothing twice."""
@@ -16,15 +16,15 @@ import anyio
 import orjson
 import pytest
 
-from happy_launcher.bridge.api import Posted
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import b64, content_keypair, unb64, unwrap_data_key, wrap_data_key
-from happy_launcher.bridge.fake_api import FakeHappyApi
-from happy_launcher.bridge.links import Linked, LinkMaker
-from happy_launcher.bridge.metadata import MachineFacts, session_metadata
-from happy_launcher.bridge.outbox import Poster, envelope_stream, feed_stored
-from happy_launcher.bridge.retry import Backoff, Retry, ServerHealth
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import b64, content_keypair, unb64, unwrap_data_key, wrap_data_key
+from happy_launcher.bridge.link.api import Posted
+from happy_launcher.bridge.link.fake_api import FakeHappyApi
+from happy_launcher.bridge.link.retry import Backoff, Retry, ServerHealth
+from happy_launcher.bridge.out.links import Linked, LinkMaker
+from happy_launcher.bridge.out.metadata import MachineFacts, session_metadata
+from happy_launcher.bridge.out.outbox import Poster, envelope_stream, feed_stored
 from happy_launcher.errors import HappyServerError
 from happy_launcher.store.happy_links import PENDING, HappyLink
 from happy_launcher.store.sessions import DB_NAME, SessionStore

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.report import STATUS_FILE, Report, read_status
+from happy_launcher.bridge.process.report import STATUS_FILE, Report, read_status
 
 
 class Clock:
@@ -50,7 +50,7 @@ def test_each_change_is_one_log_line_and_a_repeat_is_none(
 ) -> None:
     clock = Clock()
     report = Report(tmp_path, pid=1, server="http://s", clock=clock)
-    caplog.set_level(logging.INFO, logger="happy_launcher.bridge.report")
+    caplog.set_level(logging.INFO, logger="happy_launcher.bridge.process.report")
     report.state("offline", "down")
     clock.now += 5
     report.state("offline", "down")  # a retry failing the same way

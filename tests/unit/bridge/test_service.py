@@ -13,10 +13,10 @@ from typing import Literal
 import anyio
 import pytest
 
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.daemon_run import serve_until_signalled
-from happy_launcher.bridge.report import Report
-from happy_launcher.bridge.service import REFUSED, BridgeContext, check_token
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.process.daemon_run import serve_until_signalled
+from happy_launcher.bridge.process.report import Report
+from happy_launcher.bridge.process.service import REFUSED, BridgeContext, check_token
 from happy_launcher.errors import HappyServerError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
@@ -48,7 +48,7 @@ class Sleeps:
 @pytest.fixture
 def states(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     """The report's log: one line per change of state or error."""
-    caplog.set_level(logging.INFO, logger="happy_launcher.bridge.report")
+    caplog.set_level(logging.INFO, logger="happy_launcher.bridge.process.report")
     return caplog
 
 

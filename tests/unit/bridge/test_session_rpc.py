@@ -1,4 +1,4 @@
-"""The app's RPCs on a session (bridge/session_rpc.py), sealed as the app seals them, answered
+"""The app's RPCs on a session (bridge/app/session_rpc.py), sealed as the app seals them, answered
 through the fake controller's real control socket."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
+from happy_launcher.bridge.app.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
+from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.control.fake import FakeController
 from happy_launcher.session.ports import PermissionRequest
 from tests.support.control import facts, running

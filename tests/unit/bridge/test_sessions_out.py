@@ -1,4 +1,4 @@
-"""The manager (bridge/sessions_out.py) over a running session's real control socket (the fake
+"""The manager (bridge/out/sessions_out.py) over a running session's real control socket (the fake
 controller) and an ended session in the store, against the in-memory Happy server: both become
 Happy sessions, the running one's envelopes follow as it commits them, and the socket side is
 told of each link."""
@@ -15,12 +15,12 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from happy_launcher.bridge.api import RemoteSession
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import content_keypair
-from happy_launcher.bridge.fake_api import FakeHappyApi
-from happy_launcher.bridge.links import Linked, Links
-from happy_launcher.bridge.sessions_out import sessions_out
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import content_keypair
+from happy_launcher.bridge.link.api import RemoteSession
+from happy_launcher.bridge.link.fake_api import FakeHappyApi
+from happy_launcher.bridge.out.links import Linked, Links
+from happy_launcher.bridge.out.sessions_out import sessions_out
 from happy_launcher.control.fake import FakeController
 from happy_launcher.home.procs import this_process
 from happy_launcher.store.sessions import SessionStore

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.spawn_dirs import (
+from happy_launcher.bridge.app.spawn_dirs import (
     SETTINGS_FILE,
     Place,
     SpawnRefused,

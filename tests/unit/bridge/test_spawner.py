@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.machine import MachineRpc
-from happy_launcher.bridge.spawn_dirs import SpawnSettings, write_settings
-from happy_launcher.bridge.spawner import Spawner
+from happy_launcher.bridge.app.machine import MachineRpc
+from happy_launcher.bridge.app.spawn_dirs import SpawnSettings, write_settings
+from happy_launcher.bridge.app.spawner import Spawner
+from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.errors import ClaudeNotFoundError
 
 pytestmark = pytest.mark.anyio

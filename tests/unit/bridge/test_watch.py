@@ -1,4 +1,4 @@
-"""A running session as the app sees it live (bridge/watch.py), over the fake controller's real
+"""A running session as the app sees it live (bridge/app/watch.py), over the fake controller's real
 control socket and the fake account socket: pending requests in agentState and settled ones in
 completedRequests, tools allowed for the session answered at once, `thinking` while a turn
 runs, and at the end the requests canceled and `session-end` sent."""
@@ -12,11 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.fake_updates import FakeUpdates
-from happy_launcher.bridge.session_rpc import SocketControl
-from happy_launcher.bridge.versioned import Versioned
-from happy_launcher.bridge.watch import SessionWatch, allows
+from happy_launcher.bridge.app.session_rpc import SocketControl
+from happy_launcher.bridge.app.versioned import Versioned
+from happy_launcher.bridge.app.watch import SessionWatch, allows
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.link.fake_updates import FakeUpdates
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.fake import FakeController
 from happy_launcher.control.wire import Permission
@@ -178,7 +178,7 @@ async def test_who_has_the_session_follows_a_switch(tmp_path: Path) -> None:
 
 
 def test_a_denials_reason_given_before_it_settles_is_kept_only_if_it_was_denied() -> None:
-    from happy_launcher.bridge.agent_state import AgentState
+    from happy_launcher.bridge.app.agent_state import AgentState
 
     state = AgentState()
     for request_id in ("r1", "r2"):

@@ -9,9 +9,17 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import KEY_BYTES, BoxKeys, b64, b64url, new_box_keys, open_bundle, unb64
-from happy_launcher.bridge.server import AuthServer
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import (
+    KEY_BYTES,
+    BoxKeys,
+    b64,
+    b64url,
+    new_box_keys,
+    open_bundle,
+    unb64,
+)
+from happy_launcher.bridge.keys.server import AuthServer
 from happy_launcher.errors import DecryptError, PairingError
 
 POLL_INTERVAL = 1.0  # seconds between polls, as Happy's CLI polls

@@ -16,9 +16,9 @@ from typing import Literal, Protocol
 
 import anyio
 
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.report import Report
-from happy_launcher.bridge.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.link.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper
+from happy_launcher.bridge.process.report import Report
 from happy_launcher.errors import HappyServerError
 from happy_launcher.protocol import wall_clock_ms
 
@@ -56,12 +56,12 @@ async def serve(ctx: BridgeContext) -> None:
     async with HttpAccount(ctx.server) as account:
         if not await check_token(ctx, account, AnyioSleeper()):
             await anyio.sleep_forever()
-    from happy_launcher.bridge.api import HttpHappyApi
-    from happy_launcher.bridge.links import Links
-    from happy_launcher.bridge.live import Live
-    from happy_launcher.bridge.metadata import machine_facts
-    from happy_launcher.bridge.sessions_out import sessions_out
-    from happy_launcher.bridge.spawner import ProcessLauncher, Spawner
+    from happy_launcher.bridge.app.live import Live
+    from happy_launcher.bridge.app.spawner import ProcessLauncher, Spawner
+    from happy_launcher.bridge.link.api import HttpHappyApi
+    from happy_launcher.bridge.out.links import Links
+    from happy_launcher.bridge.out.metadata import machine_facts
+    from happy_launcher.bridge.out.sessions_out import sessions_out
     from happy_launcher.claude.binary import find_claude
     from happy_launcher.store.sessions import SessionStore
 

@@ -1,8 +1,8 @@
 """Happy's server's live socket for one account (Socket.IO, path `/v1/updates`, user-scoped):
 the updates it pushes (new messages from the app), the RPCs the app calls on our sessions, and
 what we tell it (agentState, metadata, presence). One Protocol, the real one (Socket.IO over a
-websocket: `bridge/engineio.py`, `bridge/websocket.py`) and a fake beside it
-(`bridge/fake_updates.py`), so the bridge's logic is tested in-process.
+websocket: `bridge/link/engineio.py`, `bridge/link/websocket.py`) and a fake beside it
+(`bridge/link/fake_updates.py`), so the bridge's logic is tested in-process.
 
 The real one reconnects by itself (capped backoff); `UpdateHandler.connected` runs after every
 (re)connection, because the server forgets a socket's RPC registrations when it drops."""
@@ -18,8 +18,8 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
-from happy_launcher.bridge import engineio
-from happy_launcher.bridge.websocket import WebSocket, open_websocket
+from happy_launcher.bridge.link import engineio
+from happy_launcher.bridge.link.websocket import WebSocket, open_websocket
 from happy_launcher.errors import HappyServerError
 
 _log = logging.getLogger(__name__)
@@ -61,8 +61,8 @@ class Updates(Protocol):
 
 
 class SocketUpdates:
-    """The real socket: Socket.IO over one websocket at a time (`bridge/engineio.py`,
-    `bridge/websocket.py`), connected again after any drop, with a capped, doubling delay."""
+    """The real socket: Socket.IO over one websocket at a time (`bridge/link/engineio.py`,
+    `bridge/link/websocket.py`), connected again after any drop, with a capped, doubling delay."""
 
     def __init__(self, url: str, token: str, handler: UpdateHandler) -> None:
         self._url = url

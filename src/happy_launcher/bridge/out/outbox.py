@@ -18,9 +18,9 @@ import anyio
 import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from happy_launcher.bridge.api import MAX_BATCH, HappyApi
-from happy_launcher.bridge.links import Linked
-from happy_launcher.bridge.retry import LOG, Retry
+from happy_launcher.bridge.link.api import MAX_BATCH, HappyApi
+from happy_launcher.bridge.link.retry import LOG, Retry
+from happy_launcher.bridge.out.links import Linked
 from happy_launcher.control.client import EnvelopeBytes
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import follow

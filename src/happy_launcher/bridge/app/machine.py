@@ -11,13 +11,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from happy_launcher.bridge.api import HappyApi
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import b64, wrap_data_key
-from happy_launcher.bridge.metadata import MachineFacts
-from happy_launcher.bridge.retry import Retry
-from happy_launcher.bridge.updates import Updates
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import b64, wrap_data_key
+from happy_launcher.bridge.link.api import HappyApi
+from happy_launcher.bridge.link.retry import Retry
+from happy_launcher.bridge.link.updates import Updates
+from happy_launcher.bridge.out.metadata import MachineFacts
 from happy_launcher.errors import DecryptError
 from happy_launcher.protocol import Clock
 from happy_launcher.version import __version__

@@ -2,7 +2,7 @@
 the app shows as prompts and answers with the `permission` RPC), the settled ones
 (`completedRequests`, with how), and whether the terminal has the session (`controlledByUser`:
 the TUI runs it). Kept here from the control socket's events, sent sealed by compare-and-set
-(`bridge/versioned.py`)."""
+(`bridge/app/versioned.py`)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from happy_launcher.bridge.crypto import b64, unb64
+from happy_launcher.bridge.keys.crypto import b64, unb64
 from happy_launcher.errors import CredentialsError
 from happy_launcher.home.dirs import ACCESS_KEY
 from happy_launcher.home.files import write_private

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from happy_launcher.bridge.api import MAX_BATCH, MAX_FETCH, Fetched, Posted, RemoteSession
+from happy_launcher.bridge.link.api import MAX_BATCH, MAX_FETCH, Fetched, Posted, RemoteSession
 from happy_launcher.errors import HappyServerError
 
 

@@ -17,18 +17,18 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from happy_launcher.bridge.api import HappyApi
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.inbox import Inbox, control_send
-from happy_launcher.bridge.links import Linked
-from happy_launcher.bridge.machine import MachineRpc, keep_alive, machine_cipher, register_machine
-from happy_launcher.bridge.metadata import MachineFacts, session_metadata
-from happy_launcher.bridge.retry import Retry, log_failure
-from happy_launcher.bridge.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
-from happy_launcher.bridge.spawner import Spawner
-from happy_launcher.bridge.updates import Updates, open_updates
-from happy_launcher.bridge.versioned import Versioned
-from happy_launcher.bridge.watch import SessionWatch
+from happy_launcher.bridge.app.inbox import Inbox, control_send
+from happy_launcher.bridge.app.machine import MachineRpc, keep_alive, machine_cipher, register_machine
+from happy_launcher.bridge.app.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
+from happy_launcher.bridge.app.spawner import Spawner
+from happy_launcher.bridge.app.versioned import Versioned
+from happy_launcher.bridge.app.watch import SessionWatch
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.link.api import HappyApi
+from happy_launcher.bridge.link.retry import Retry, log_failure
+from happy_launcher.bridge.link.updates import Updates, open_updates
+from happy_launcher.bridge.out.links import Linked
+from happy_launcher.bridge.out.metadata import MachineFacts, session_metadata
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.protocol import Clock
 from happy_launcher.session.naming import TranscriptTitles, session_title

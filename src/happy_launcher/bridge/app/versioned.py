@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.updates import Updates
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.link.updates import Updates
 from happy_launcher.errors import HappyServerError
 
 _log = logging.getLogger(__name__)

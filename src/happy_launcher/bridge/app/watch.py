@@ -20,10 +20,10 @@ from typing import Any
 import anyio
 import orjson
 
-from happy_launcher.bridge.agent_state import AgentState
-from happy_launcher.bridge.session_rpc import Control
-from happy_launcher.bridge.updates import Updates
-from happy_launcher.bridge.versioned import Versioned
+from happy_launcher.bridge.app.agent_state import AgentState
+from happy_launcher.bridge.app.session_rpc import Control
+from happy_launcher.bridge.app.versioned import Versioned
+from happy_launcher.bridge.link.updates import Updates
 from happy_launcher.control.client import EnvelopeBytes
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, follow

@@ -16,12 +16,12 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
-from happy_launcher.bridge.api import HappyApi
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.links import Linked, LinkMaker, Links
-from happy_launcher.bridge.metadata import MachineFacts, machine_facts, session_metadata
-from happy_launcher.bridge.outbox import Poster, envelope_stream, feed_live, feed_stored
-from happy_launcher.bridge.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper, log_failure
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.link.api import HappyApi
+from happy_launcher.bridge.link.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper, log_failure
+from happy_launcher.bridge.out.links import Linked, LinkMaker, Links
+from happy_launcher.bridge.out.metadata import MachineFacts, machine_facts, session_metadata
+from happy_launcher.bridge.out.outbox import Poster, envelope_stream, feed_live, feed_stored
 from happy_launcher.control.discovery import SessionView, discover
 from happy_launcher.control.sockets import live_sockets
 from happy_launcher.session.naming import TranscriptTitles, session_title

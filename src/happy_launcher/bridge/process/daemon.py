@@ -3,8 +3,8 @@ start time of that pid, as home/procs.py tells a process, so a reused pid is nev
 started detached (its own session, no terminal, stdout and stderr to `daemon.log`), stopped by
 SIGTERM. Light to import: `happy claude` starts it through here, before Claude starts.
 
-The child is `python -m happy_launcher.bridge.daemon_run` with this interpreter: it needs no `happy` on
-PATH and runs the very sources (and PYTHONPATH) of the process that starts it."""
+The child is `python -m happy_launcher.bridge.process.daemon_run` with this interpreter: it
+needs no `happy` on PATH and runs the very sources (and PYTHONPATH) of the process that starts it."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def start(home: Path, env: Mapping[str, str], *, bound: float = START_BOUND) -> 
 def spawn(home: Path, env: Mapping[str, str], *, ready: int | None = None) -> int:
     """The bridge (`daemon_run`) in its own session (no terminal, so no terminal's signal reaches it), stdin
     /dev/null, stdout and stderr appended to daemon.log; `ready`: its ready pipe (as READY_FD)."""
-    argv = [sys.executable, "-m", "happy_launcher.bridge.daemon_run"]
+    argv = [sys.executable, "-m", "happy_launcher.bridge.process.daemon_run"]
     ensure_home(home)
     log = os.open(home / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:

@@ -1,4 +1,4 @@
-"""An account's socket kept in memory, beside the real one (`bridge/updates.py`): what the bridge
+"""An account's socket kept in memory, beside the real one (`bridge/link/updates.py`): what the bridge
 emitted and called is recorded; `update-state` and `update-metadata` are compare-and-set on a
 version per session, as the server does them; `down` makes calls fail as an outage would."""
 

@@ -19,9 +19,9 @@ from typing import Literal, Protocol
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from happy_launcher.bridge.api import Fetched, HappyApi
-from happy_launcher.bridge.cipher import SessionCipher
-from happy_launcher.bridge.links import Linked
+from happy_launcher.bridge.keys.cipher import SessionCipher
+from happy_launcher.bridge.link.api import Fetched, HappyApi
+from happy_launcher.bridge.out.links import Linked
 from happy_launcher.errors import DecryptError, HappyError
 from happy_launcher.session.ports import meta_problem
 

@@ -7,8 +7,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import (
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import (
     KEY_BYTES,
     b64,
     decrypt_data_key,

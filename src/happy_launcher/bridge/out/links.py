@@ -11,11 +11,11 @@ from typing import Any
 
 import anyio
 
-from happy_launcher.bridge.api import HappyApi, RemoteSession
-from happy_launcher.bridge.cipher import SessionCipher, new_session_cipher
-from happy_launcher.bridge.credentials import Credentials
-from happy_launcher.bridge.crypto import b64, content_keypair, unb64, unwrap_data_key, wrap_data_key
-from happy_launcher.bridge.retry import LOG, Retry
+from happy_launcher.bridge.keys.cipher import SessionCipher, new_session_cipher
+from happy_launcher.bridge.keys.credentials import Credentials
+from happy_launcher.bridge.keys.crypto import b64, content_keypair, unb64, unwrap_data_key, wrap_data_key
+from happy_launcher.bridge.link.api import HappyApi, RemoteSession
+from happy_launcher.bridge.link.retry import LOG, Retry
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.errors import DecryptError
 from happy_launcher.store.happy_links import PENDING, HappyLink

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from happy_launcher.bridge.cipher import SessionCipher
+from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.errors import DecryptError, HappyError
 
 _log = logging.getLogger(__name__)

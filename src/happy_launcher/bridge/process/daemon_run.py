@@ -1,4 +1,4 @@
-"""The bridge's process, in the foreground (`python -m happy_launcher.bridge.daemon_run`), as
+"""The bridge's process, in the foreground (`python -m happy_launcher.bridge.process.daemon_run`), as
 `happy daemon start` and `happy claude` start it. It holds `daemon.lock` for its life (a second
 one exits at once), keeps `daemon.pid` and the status file, logs to `daemon.log`, and serves
 until SIGTERM or SIGINT. It is only a
@@ -19,17 +19,17 @@ from pathlib import Path
 import anyio
 from anyio import CancelScope
 
-from happy_launcher.bridge.credentials import new_machine_id, read_credentials, read_machine_id
-from happy_launcher.bridge.daemon import LOCK_FILE, LOG_FILE, READY, remove_pid_file, write_pid_file
-from happy_launcher.bridge.report import Report
-from happy_launcher.bridge.server import server_url
-from happy_launcher.bridge.service import BridgeContext, Serve
+from happy_launcher.bridge.keys.credentials import new_machine_id, read_credentials, read_machine_id
+from happy_launcher.bridge.keys.server import server_url
+from happy_launcher.bridge.process.daemon import LOCK_FILE, LOG_FILE, READY, remove_pid_file, write_pid_file
+from happy_launcher.bridge.process.report import Report
+from happy_launcher.bridge.process.service import BridgeContext, Serve
 from happy_launcher.errors import HappyError, unwrap
 from happy_launcher.home.dirs import ensure_home
 from happy_launcher.home.logfile import log_to
 from happy_launcher.home.procs import this_process
 
-log = logging.getLogger("happy_launcher.bridge.daemon_run")  # not __name__: run as __main__
+log = logging.getLogger("happy_launcher.bridge.process.daemon_run")  # not __name__: run as __main__
 
 
 def run(home: Path, env: Mapping[str, str], serve: Serve, *, ready_fd: int | None = None) -> int:
@@ -116,7 +116,7 @@ async def _stop_on_signal(signals: AsyncIterator[int], scope: CancelScope) -> No
 
 
 def main(argv: list[str]) -> int:
-    """The bridge's process (`python -m happy_launcher.bridge.daemon_run [--ready-fd N]`, as
+    """The bridge's process (`python -m happy_launcher.bridge.process.daemon_run [--ready-fd N]`, as
     `happy daemon start` spawns it): no CLI framework, nothing the bridge does not use."""
     import argparse
     import sys
@@ -127,10 +127,10 @@ def main(argv: list[str]) -> int:
     cli = types.ModuleType("httpx._main")
     cli.main = lambda: None  # type: ignore[attr-defined]
     sys.modules.setdefault("httpx._main", cli)
-    parser = argparse.ArgumentParser(prog="happy_launcher.bridge.daemon_run")
+    parser = argparse.ArgumentParser(prog="happy_launcher.bridge.process.daemon_run")
     parser.add_argument("--ready-fd", type=int, default=None)
     ready_fd = parser.parse_args(argv).ready_fd
-    from happy_launcher.bridge.service import serve
+    from happy_launcher.bridge.process.service import serve
     from happy_launcher.home.dirs import happy_home
 
     try:
