@@ -21,7 +21,7 @@ LEVELS: list[set[str]] = [
     {"session"},
     {"control"},
     {"local", "remote"},
-    {"runner"},
+    {"runner", "spawn"},
     {"api", "web", "bridge"},
     {"cli"},
     {"__init__", "__main__"},

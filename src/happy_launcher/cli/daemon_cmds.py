@@ -47,11 +47,11 @@ def start(
     Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
     from pathlib import Path
 
-    from happy_launcher.bridge.app.spawn_dirs import configure
     from happy_launcher.bridge.keys.credentials import read_credentials
     from happy_launcher.bridge.keys.server import SERVER_ENV
     from happy_launcher.bridge.process import daemon
     from happy_launcher.bridge.process.report import read_status
+    from happy_launcher.spawn.dirs import configure
 
     try:
         home = happy_home(os.environ)

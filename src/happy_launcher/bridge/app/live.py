@@ -2,7 +2,7 @@
 RPCs registered (again after every reconnection), its messages from the app read after its mark
 (on a push, on a reconnection, when it starts to run), and, while it runs, a watch (agentState,
 presence, metadata). This machine is registered and kept alive, its RPCs (start and stop a
-session: `machine.py`, `spawner.py`) registered beside the sessions' ones; a session it started that
+session: `machine.py`, `spawn/spawner.py`) registered beside the sessions' ones; a session it started that
 a client ends (`session-end`, as `happy-agent stop` sends it) is stopped."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from anyio.abc import TaskGroup
 from happy_launcher.bridge.app.inbox import Inbox, control_send
 from happy_launcher.bridge.app.machine import MachineRpc, keep_alive, machine_cipher, register_machine
 from happy_launcher.bridge.app.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
-from happy_launcher.bridge.app.spawner import Spawner
 from happy_launcher.bridge.app.versioned import Versioned
 from happy_launcher.bridge.app.watch import SessionWatch
 from happy_launcher.bridge.keys.credentials import Credentials
@@ -32,6 +31,7 @@ from happy_launcher.bridge.out.metadata import MachineFacts, session_metadata
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.protocol import Clock
 from happy_launcher.session.naming import TranscriptTitles, session_title
+from happy_launcher.spawn.spawner import Spawner
 from happy_launcher.store.sessions import SessionStore
 
 _log = logging.getLogger(__name__)

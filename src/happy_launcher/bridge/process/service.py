@@ -57,12 +57,12 @@ async def serve(ctx: BridgeContext) -> None:
         if not await check_token(ctx, account, AnyioSleeper()):
             await anyio.sleep_forever()
     from happy_launcher.bridge.app.live import Live
-    from happy_launcher.bridge.app.spawner import ProcessLauncher, Spawner
     from happy_launcher.bridge.link.api import HttpHappyApi
     from happy_launcher.bridge.out.links import Links
     from happy_launcher.bridge.out.metadata import machine_facts
     from happy_launcher.bridge.out.sessions_out import sessions_out
     from happy_launcher.claude.binary import find_claude
+    from happy_launcher.spawn.spawner import ProcessLauncher, Spawner
     from happy_launcher.store.sessions import SessionStore
 
     health = ServerHealth(changed=lambda h: _report_health(ctx.report, h))

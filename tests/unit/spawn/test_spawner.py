@@ -17,10 +17,10 @@ import anyio
 import pytest
 
 from happy_launcher.bridge.app.machine import MachineRpc
-from happy_launcher.bridge.app.spawn_dirs import SpawnSettings, write_settings
-from happy_launcher.bridge.app.spawner import Spawner
 from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.errors import ClaudeNotFoundError
+from happy_launcher.spawn.dirs import SpawnSettings, write_settings
+from happy_launcher.spawn.spawner import Spawner
 
 pytestmark = pytest.mark.anyio
 BOUND = 5.0

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.bridge.app.spawn_dirs import (
+from happy_launcher.errors import DaemonError
+from happy_launcher.spawn.dirs import (
     SETTINGS_FILE,
     Place,
     SpawnRefused,
@@ -17,7 +18,6 @@ from happy_launcher.bridge.app.spawn_dirs import (
     place_for,
     read_settings,
 )
-from happy_launcher.errors import DaemonError
 
 
 @pytest.fixture

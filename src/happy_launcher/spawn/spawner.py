@@ -22,8 +22,8 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from happy_launcher.bridge.app.spawn_dirs import SpawnRefused, place_for, read_settings
 from happy_launcher.errors import ClaudeNotFoundError
+from happy_launcher.spawn.dirs import SpawnRefused, place_for, read_settings
 
 LINK_BOUND = 25.0  # seconds for a spawned session to be linked (happy-agent waits 30)
 STOP_BOUND = 10.0  # seconds from SIGTERM to SIGKILL
