@@ -180,8 +180,8 @@ class SessionWatch:
             await self._control.answer(socket, permission.id, True, None)
             return
         self.state.request(permission, self._clock())
+        self._tell(self._attention.permission(permission), permission.origin == "local")  # never waits
         await self._publisher.publish(self.state.to_json())
-        self._tell(self._attention.permission(permission), permission.origin == "local")
 
     async def _envelope(self, body: bytes) -> None:
         envelope = orjson.loads(body)
