@@ -213,6 +213,8 @@ class Notifier:
         if local:
             _log.debug("no push for %s %s: its user is at the terminal", attention.kind, attention.key)
             return
+        # Kept before it is sent (a small synchronous write): a crash mid-push loses it rather
+        # than pushing it twice.
         if not self._pushed.first(f"{attention.session_id}/{attention.key}"):
             return
         try:
