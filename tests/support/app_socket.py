@@ -51,6 +51,7 @@ class AppSocket:
         self._content_secret = content_keypair(secret).secret
         self._lock = threading.Condition()  # notified on every change it holds
         self._sessions: dict[str, AppSession] = {}
+        self.session_events: list[dict[str, Any]] = []  # the server's `session-event` ephemerals
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="app-socket", daemon=True)
         self._thread.start()
@@ -164,7 +165,15 @@ class AppSocket:
                 session.agent_state_version = state["version"]
             self._lock.notify_all()
 
+    def app_state(self, state: str) -> None:
+        """Report the app in the foreground (`active`: the server pushes nothing) or not."""
+        self._submit(self._client.emit("app-state", {"state": state})).result(CONNECT_TIMEOUT)
+
     async def _on_ephemeral(self, data: Any) -> None:
+        if isinstance(data, dict) and data.get("type") == "session-event":
+            with self._lock:
+                self.session_events.append(data)
+                self._lock.notify_all()
         if not isinstance(data, dict) or data.get("type") != "activity":
             return
         with self._lock:

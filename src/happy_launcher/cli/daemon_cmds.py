@@ -42,11 +42,29 @@ def start(
             "--max-sessions", metavar="N", help="At most this many sessions started from the app at once (8)."
         ),
     ] = None,
+    push_url: Annotated[
+        str | None,
+        typer.Option(
+            "--push-url",
+            metavar="URL",
+            help='Send notifications to this Expo-compatible push service yourself ("": let Happy\'s '
+            "server send them, the default). Kept; applies at the bridge's next start.",
+        ),
+    ] = None,
+    long_turn: Annotated[
+        float | None,
+        typer.Option(
+            "--long-turn",
+            metavar="SECONDS",
+            help="Notify when a turn this long ends (20). Kept, as --push-url.",
+        ),
+    ] = None,
 ) -> None:
     """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies.
     Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
     from pathlib import Path
 
+    from happy_launcher.bridge.app.notify import configure_push
     from happy_launcher.bridge.keys.credentials import read_credentials
     from happy_launcher.bridge.keys.server import SERVER_ENV
     from happy_launcher.bridge.process import daemon
@@ -59,6 +77,8 @@ def start(
             raise DaemonError("not logged in: run `happy auth login`")
         if allow_dir or max_sessions is not None:
             configure(home, Path.home(), allow_dir or [], max_sessions)
+        if push_url is not None or long_turn is not None:
+            configure_push(home, push_url, long_turn)
         env = {**os.environ, SERVER_ENV: server} if server else dict(os.environ)
         started = daemon.start(home, env)
         status = read_status(home)

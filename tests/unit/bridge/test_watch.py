@@ -6,6 +6,7 @@ runs, and at the end the requests canceled and `session-end` sent."""
 from __future__ import annotations
 
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,47 @@ def test_a_denials_reason_given_before_it_settles_is_kept_only_if_it_was_denied(
     state.settle("r2", "allowed", 2)  # the terminal allowed it first: no reason
     assert state.completed["r1"]["reason"] == "not on Fridays" and "reason" not in state.completed["r2"]
     assert state.reasons == {}
+
+
+async def test_what_asks_for_the_user_is_told_with_whether_they_are_at_the_terminal(tmp_path: Path) -> None:
+    told: list[tuple[str, str, bool]] = []
+    updates = FakeUpdates()
+    make = EnvelopeFactory(SequentialIds("e"))
+    view = SessionView("hs-alpha", None, "running", "remote", "/w/proj", None, 0, None, None)
+    controller = FakeController(facts(mode="remote"))
+    with anyio.fail_after(10):
+        async with running(controller, tmp_path) as socket, anyio.create_task_group() as tg:
+            watch = SessionWatch(
+                tmp_path,
+                replace(view, socket=socket),
+                "srv-1",
+                updates,
+                SocketControl(),
+                lambda: 1000,
+                state=Versioned(updates, "agentState", "srv-1", CIPHER),
+                metadata=Versioned(updates, "metadata", "srv-1", CIPHER),
+                describe=lambda running, first: {"path": "/w/proj"},
+                allowed=lambda: ["Bash(npm:*)"],
+                notify=lambda a, local: told.append((a.kind, a.key, local)),
+                long_turn=0.0,
+            )
+            tg.start_soon(watch.run)
+            await updates.until(lambda: bool(updates.events("session-alive")))
+            controller.request_permission(bash("r1", "npm test"))  # allowed for the session: not told
+            controller.request_permission(PermissionRequest("r2", "Bash", {"command": "ls"}, "ls"))
+            controller.request_permission(PermissionRequest("r3", "AskUserQuestion", {}, "?"))
+            await updates.until(lambda: "r3" in state(updates).get("requests", {}))
+            controller.commit([make.agent(TurnStartEv(), turn="t1", time=1)])
+            controller.commit([make.agent(TurnEndEv(status="failed"), turn="t1", time=2)])
+            await updates.until(lambda: len(told) == 3)
+            await watch.switched("local")
+            controller.commit([make.agent(TurnStartEv(), turn="t2", time=3)])
+            controller.commit([make.agent(TurnEndEv(status="completed"), turn="t2", time=4)])
+            await updates.until(lambda: len(told) == 4)
+            tg.cancel_scope.cancel()
+    assert told == [
+        ("permission", "r2", False),
+        ("question", "r3", False),
+        ("failed", "t1", False),
+        ("done", "t2", True),
+    ]

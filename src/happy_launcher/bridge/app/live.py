@@ -21,7 +21,7 @@ from happy_launcher.bridge.app.inbox import Inbox, control_send
 from happy_launcher.bridge.app.machine import MachineRpc, keep_alive, machine_cipher, register_machine
 from happy_launcher.bridge.app.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
 from happy_launcher.bridge.app.versioned import Versioned
-from happy_launcher.bridge.app.watch import SessionWatch
+from happy_launcher.bridge.app.watch import Notify, SessionWatch, ignore
 from happy_launcher.bridge.keys.credentials import Credentials
 from happy_launcher.bridge.link.api import HappyApi
 from happy_launcher.bridge.link.retry import Retry, log_failure
@@ -71,6 +71,9 @@ class Live:
         clock: Clock,
         spawner: Spawner,
         kill: Callable[[int, int], None] = os.kill,
+        *,
+        notify: Notify = ignore,
+        long_turn: float = 20.0,
     ) -> None:
         self._home = home
         self._server = server
@@ -79,6 +82,8 @@ class Live:
         self._machine = machine
         self._clock = clock
         self._spawner = spawner
+        self._notify = notify
+        self._long_turn = long_turn
         self._machine_rpc: MachineRpc | None = None
         self._marks = _Marks(store, server)
         self._inbox = Inbox(self._marks, api, control_send)
@@ -162,6 +167,8 @@ class Live:
             metadata=Versioned(self._updates, "metadata", linked.happy_id, linked.cipher),
             describe=lambda running, first: self._describe(view, running, first, started),
             allowed=lambda: self._allowed.get(linked.session, []),
+            notify=self._notify,
+            long_turn=self._long_turn,
         )
         self._watches[linked.session] = watch
         try:

@@ -6,7 +6,9 @@ metadata (its title once it has one; `archived` at the end) and its end (`sessio
 from the session's control socket (`control/follow.py`), told to the server on the account's
 socket.
 
-Tools the app allowed "for this session" are allowed here from then on, without asking."""
+Tools the app allowed "for this session" are allowed here from then on, without asking. What
+asks for the user (a request, a long turn's end, a failed turn: control/attention.py) goes to
+`notify`, with whether the user is at the terminal."""
 
 from __future__ import annotations
 
@@ -24,12 +26,13 @@ from happy_launcher.bridge.app.agent_state import AgentState
 from happy_launcher.bridge.app.session_rpc import Control
 from happy_launcher.bridge.app.versioned import Versioned
 from happy_launcher.bridge.link.updates import Updates
+from happy_launcher.control.attention import Attention, AttentionTracker, session_title
 from happy_launcher.control.client import EnvelopeBytes
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, follow
 from happy_launcher.control.wire import Permission, PermissionRequested, PermissionSettled
 from happy_launcher.errors import HappyError
-from happy_launcher.protocol import Clock
+from happy_launcher.protocol import Clock, parse_envelope
 
 _log = logging.getLogger(__name__)
 KEEPALIVE = 10.0  # seconds between `session-alive`s (the server marks a session idle after 10 min)
@@ -52,6 +55,11 @@ def allows(allowed: Sequence[str], permission: Permission) -> bool:
 
 
 Describe = Callable[[bool, str | None], dict[str, Any]]  # (running, first prompt) -> metadata
+Notify = Callable[[Attention, bool], None]  # (what, whether its user is at the terminal); never blocks
+
+
+def ignore(attention: Attention, local: bool) -> None:
+    pass
 
 
 class SessionWatch:
@@ -69,6 +77,8 @@ class SessionWatch:
         describe: Describe,
         allowed: Callable[[], Sequence[str]],
         keepalive: float = KEEPALIVE,
+        notify: Notify = ignore,
+        long_turn: float = 20.0,
     ) -> None:
         self._home = home
         self._view = view
@@ -87,6 +97,8 @@ class SessionWatch:
         self.thinking = False
         self._first_prompt: str | None = None
         self._described: dict[str, Any] | None = None
+        self._notify = notify
+        self._attention = AttentionTracker(happy_id, long_turn)
 
     async def run(self) -> None:
         """Until the session ends; then its requests are canceled and `session-end` is sent. A
@@ -139,6 +151,9 @@ class SessionWatch:
         if again or described != self._described:
             await self._metadata.publish(described)
             self._described = described
+            summary = described.get("summary")
+            text = summary.get("text") if isinstance(summary, dict) else None
+            self._attention.title = session_title(text, described.get("path"))
 
     async def _follow(self) -> None:
         async with aclosing(follow(self._home, self._view, None)) as items:
@@ -165,6 +180,7 @@ class SessionWatch:
             await self._control.answer(socket, permission.id, True, None)
             return
         self.state.request(permission, self._clock())
+        self._tell(self._attention.permission(permission), permission.origin == "local")  # never waits
         await self._publisher.publish(self.state.to_json())
 
     async def _envelope(self, body: bytes) -> None:
@@ -179,6 +195,12 @@ class SessionWatch:
             await self._alive()
         if kind == "turn-end":
             await self._describe_as(running=True)  # Claude may have titled the session
+        if kind in ("turn-start", "turn-end"):  # parsed only here: the tracker needs no other
+            self._tell(self._attention.envelope(parse_envelope(body), self._clock() / 1000), False)
+
+    def _tell(self, attention: Attention | None, local: bool) -> None:
+        if attention is not None:
+            self._notify(attention, local or self.state.controlled_by_user)
 
     async def _alive(self) -> None:
         alive = {"sid": self._happy_id, "time": self._clock(), "thinking": self.thinking}

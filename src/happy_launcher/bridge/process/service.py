@@ -57,6 +57,7 @@ async def serve(ctx: BridgeContext) -> None:
         if not await check_token(ctx, account, AnyioSleeper()):
             await anyio.sleep_forever()
     from happy_launcher.bridge.app.live import Live
+    from happy_launcher.bridge.app.notify import Notifier, pusher_for, read_push_settings
     from happy_launcher.bridge.link.api import HttpHappyApi
     from happy_launcher.bridge.out.links import Links
     from happy_launcher.bridge.out.metadata import machine_facts
@@ -70,11 +71,26 @@ async def serve(ctx: BridgeContext) -> None:
     machine = machine_facts(ctx.machine_id, ctx.home, os.environ)
     api = HttpHappyApi(ctx.server, ctx.credentials.token)
     store = SessionStore.open(ctx.home)
+    settings = read_push_settings(ctx.home)
+    pusher = pusher_for(settings, ctx.server, ctx.credentials.token)
     try:
         spawner = Spawner(ctx.home, os.environ, ProcessLauncher(), partial(find_claude, os.environ))
-        live = Live(ctx.home, ctx.server, store, api, retry, machine, wall_clock_ms, spawner)
+        notifier = Notifier(ctx.home, pusher)
+        live = Live(
+            ctx.home,
+            ctx.server,
+            store,
+            api,
+            retry,
+            machine,
+            wall_clock_ms,
+            spawner,
+            notify=lambda attention, local: notifier.notify(attention, local=local),
+            long_turn=settings.long_turn,
+        )
         links = Links(on_link=live.linked)
         async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
             tg.start_soon(live.run, ctx.credentials.token, ctx.credentials)
             out = partial(sessions_out, links=links, health=health)
             tg.start_soon(out, ctx.home, ctx.server, ctx.credentials, ctx.machine_id, api)
@@ -82,6 +98,7 @@ async def serve(ctx: BridgeContext) -> None:
         store.close()
         with anyio.CancelScope(shield=True):
             await api.aclose()
+            await pusher.aclose()
 
 
 def _report_health(report: Report, health: ServerHealth) -> None:
