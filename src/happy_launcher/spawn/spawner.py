@@ -8,6 +8,7 @@ and ends Claude), SIGKILL to its process group after `stop_bound` seconds."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -26,6 +27,7 @@ from happy_launcher.home.procs import ProcessId
 from happy_launcher.spawn.dirs import SpawnRefused, place_for, read_settings
 from happy_launcher.spawn.registry import SPAWNED_DIR, Registry, SpawnedEntry
 
+_log = logging.getLogger(__name__)
 START_BOUND = 25.0  # seconds for a started session to answer on its socket (happy-agent waits 30)
 STOP_BOUND = 10.0  # seconds from SIGTERM to SIGKILL
 POLL = 0.02  # seconds between two looks at a starting or stopping session
@@ -185,8 +187,12 @@ class Spawner:
         if entry is None:
             return False
         processes = self._ports.processes
+        began = time.monotonic()
         processes.signal(entry.owner, signal.SIGTERM)
-        if not await self._until_gone(entry.owner, self._stop_bound):
+        if await self._until_gone(entry.owner, self._stop_bound):
+            _log.info("session %s stopped in %.1f s", session_id, time.monotonic() - began)
+        else:
+            _log.warning("session %s still ran %.0f s after SIGTERM: killed", session_id, self._stop_bound)
             processes.signal(entry.owner, signal.SIGKILL)
             await self._until_gone(entry.owner, self._stop_bound)
         self.registry.remove(entry)
