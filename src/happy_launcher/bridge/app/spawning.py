@@ -6,7 +6,9 @@ earlier run of the bridge, from the store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import anyio
@@ -14,6 +16,7 @@ import anyio
 from happy_launcher.spawn.dirs import SpawnRefused
 from happy_launcher.spawn.spawner import NeedsCreation, SpawnRequest, Started
 
+_log = logging.getLogger(__name__)
 LINK_BOUND = 25.0  # seconds for a started session to be linked (happy-agent waits 30 in all)
 
 
@@ -56,7 +59,7 @@ class MachineSessions:
 
     async def spawn(self, params: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await self._linked(await self._spawner.start(spawn_request(params)))
+            return await self._timed("spawned", lambda: self._spawner.start(spawn_request(params)))
         except NeedsCreation as missing:
             return {"type": "requestToApproveDirectoryCreation", "directory": missing.directory}
         except SpawnRefused as refused:
@@ -69,7 +72,9 @@ class MachineSessions:
             return {"type": "error", "errorMessage": f"{happy_id} is not a session of this machine"}
         model, mode = _text(params, "model"), _text(params, "permissionMode")
         try:
-            return await self._linked(await self._spawner.resume(session, model=model, permission_mode=mode))
+            return await self._timed(
+                "resumed", lambda: self._spawner.resume(session, model=model, permission_mode=mode)
+            )
         except SpawnRefused as refused:
             return {"type": "error", "errorMessage": str(refused)}
 
@@ -81,6 +86,19 @@ class MachineSessions:
         if happy_id in self._ours:
             return self._ours[happy_id]
         return await anyio.to_thread.run_sync(self._stored_session, happy_id)
+
+    async def _timed(self, what: str, start: Callable[[], Awaitable[Started]]) -> dict[str, Any]:
+        """The start, then its link; how long each took in the log (`scripts/bench_spawn` reads it)."""
+        began = time.perf_counter()
+        started = await start()
+        up = time.perf_counter()
+        answer = await self._linked(started)
+        done = time.perf_counter()
+        _log.info(
+            "%s session %s: its socket answered in %.0f ms, linked as %s in %.0f ms",
+            what, started.session_id, (up - began) * 1000, answer["sessionId"], (done - began) * 1000,
+        )  # fmt: skip
+        return answer
 
     async def _linked(self, started: Started) -> dict[str, Any]:
         """Happy's id of the run just started, once sessions-out has linked it."""
