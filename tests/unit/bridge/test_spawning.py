@@ -1,7 +1,8 @@
 """The machine's RPCs in Happy's terms over a fake spawner: the app's params become a request,
-the answer is Happy's id once the new run is linked; resume and stop find our session by Happy's id
-(linked now, or in the store); the RPCs seal with the machine's cipher; the machine's metadata
-says what happy-agent checks and is published again when the allowed directories change."""
+the answer is Happy's id once the new run is linked; resume and stop find our session by Happy's
+id (linked now, or in the store); a start asks sessions out to look at once; the RPCs seal with
+the machine's cipher; the machine's metadata says what happy-agent checks and is published again
+when the allowed directories change."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from happy_launcher.bridge.app.spawning import MachineSessions, spawn_request
 from happy_launcher.bridge.app.versioned import Versioned
 from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.bridge.link.fake_updates import FakeUpdates
+from happy_launcher.bridge.out.links import Links
 from happy_launcher.bridge.out.metadata import MachineFacts
 from happy_launcher.spawn.dirs import SpawnRefused, SpawnSettings, write_settings
 from happy_launcher.spawn.spawner import NeedsCreation, SpawnRequest, Started
@@ -71,7 +73,7 @@ def test_the_apps_params_become_a_request() -> None:
 
 async def test_spawn_answers_happys_id_once_the_run_is_linked() -> None:
     spawner = FakeSpawner()
-    sessions = MachineSessions(spawner, lambda happy_id: None)
+    sessions = MachineSessions(spawner, lambda happy_id: None, lambda: None)
     answer: list[dict[str, Any]] = []
     with anyio.fail_after(BOUND):
         async with anyio.create_task_group() as tg:
@@ -95,14 +97,14 @@ async def test_spawn_answers_happys_id_once_the_run_is_linked() -> None:
 
 
 async def test_a_run_never_linked_is_an_error_in_words() -> None:
-    sessions = MachineSessions(FakeSpawner(), lambda happy_id: None, link_bound=0.01)
+    sessions = MachineSessions(FakeSpawner(), lambda happy_id: None, lambda: None, link_bound=0.01)
     answer = await sessions.spawn({"directory": "/w"})
     assert answer["errorMessage"] == "session s1 started but did not reach the server within 0 s (log: /log)"
 
 
 async def test_resume_and_stop_find_our_session_by_happys_id() -> None:
     spawner = FakeSpawner(pid=200)
-    sessions = MachineSessions(spawner, {"h-old": "s-old"}.get)
+    sessions = MachineSessions(spawner, {"h-old": "s-old"}.get, lambda: None)
     sessions.linked("s1", 100, "h1")
     with anyio.fail_after(BOUND):
         async with anyio.create_task_group() as tg:
@@ -125,7 +127,7 @@ async def test_resume_and_stop_find_our_session_by_happys_id() -> None:
 async def test_machine_rpcs_open_and_seal_with_the_machine_cipher() -> None:
     cipher = SessionCipher("dataKey", secrets.token_bytes(32))
     spawner = FakeSpawner()
-    sessions = MachineSessions(spawner, lambda happy_id: None)
+    sessions = MachineSessions(spawner, lambda happy_id: None, lambda: None)
     sessions.linked("s1", 100, "h1")
     rpc = MachineRpc("m1", cipher, sessions)
     assert rpc.methods() == ["m1:spawn-happy-session", "m1:resume-happy-session", "m1:stop-session"]
@@ -177,3 +179,14 @@ async def test_the_metadata_says_resume_and_is_published_again_when_the_director
             write_settings(tmp_path, SpawnSettings((tmp_path / "b",)))
             await updates.until(lambda: published()[-1:] == [[str(tmp_path / "b")]])
             tg.cancel_scope.cancel()
+
+
+async def test_a_look_asked_for_cuts_sessions_outs_pause_short() -> None:
+    links = Links()
+    with anyio.fail_after(BOUND):
+        links.look_now()  # asked before the pause: none
+        await links.pause(anyio.sleep_forever)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(links.pause, anyio.sleep_forever)
+            await anyio.wait_all_tasks_blocked()
+            links.look_now()

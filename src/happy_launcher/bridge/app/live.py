@@ -79,9 +79,11 @@ class Live:
         clock: Clock,
         spawner: Spawner,
         claude: Callable[[], bool],
+        look_now: Callable[[], None],
         kill: Callable[[int, int], None] = os.kill,
     ) -> None:
-        """`claude`: whether Claude is found on this machine (the machine's metadata says)."""
+        """`claude`: whether Claude is found on this machine (the machine's metadata says);
+        `look_now`: sessions out's (`Links.look_now`), told of each session started here."""
         self._home = home
         self._server = server
         self._api = api
@@ -89,7 +91,9 @@ class Live:
         self._machine = machine
         self._clock = clock
         self._spawner = spawner
-        self._sessions = MachineSessions(spawner, lambda happy_id: store.session_of(happy_id, server))
+        self._sessions = MachineSessions(
+            spawner, lambda happy_id: store.session_of(happy_id, server), look_now
+        )
         self._metadata = MachineMetadata(machine, claude, clock)
         self._machine_rpc: MachineRpc | None = None
         self._marks = _Marks(store, server)

@@ -37,12 +37,14 @@ class MachineSessions:
         self,
         spawner: SpawnerPort,
         stored_session: Callable[[str], str | None],
+        look_now: Callable[[], None],
         *,
         link_bound: float = LINK_BOUND,
     ) -> None:
         """`stored_session`: our session id of a Happy session id, from the store's links
-        (blocking: it is run in a thread)."""
+        (blocking: it is run in a thread); `look_now`: sessions out, to take a new run up at once."""
         self._spawner = spawner
+        self._look_now = look_now
         self._stored_session = stored_session
         self._link_bound = link_bound
         self._happy: dict[str, str] = {}  # our session id -> Happy's
@@ -92,6 +94,7 @@ class MachineSessions:
         began = time.perf_counter()
         started = await start()
         up = time.perf_counter()
+        self._look_now()
         answer = await self._linked(started)
         done = time.perf_counter()
         _log.info(

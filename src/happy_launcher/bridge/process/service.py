@@ -74,8 +74,11 @@ async def serve(ctx: BridgeContext) -> None:
     try:
         spawner = spawner_for(ctx.home, os.environ)
         claude = partial(_claude_found, partial(find_claude, os.environ))
-        live = Live(ctx.home, ctx.server, store, api, retry, machine, wall_clock_ms, spawner, claude)
-        links = Links(on_link=live.linked)
+        links = Links()
+        live = Live(
+            ctx.home, ctx.server, store, api, retry, machine, wall_clock_ms, spawner, claude, links.look_now
+        )
+        links.on_link = live.linked
         async with anyio.create_task_group() as tg:
             tg.start_soon(live.run, ctx.credentials.token, ctx.credentials)
             out = partial(sessions_out, links=links, health=health)
