@@ -39,7 +39,9 @@ def start(
     max_sessions: Annotated[
         int | None,
         typer.Option(
-            "--max-sessions", metavar="N", help="At most this many sessions started from the app at once (8)."
+            "--max-sessions",
+            metavar="N",
+            help="At most this many sessions started from the app or the page at once (8).",
         ),
     ] = None,
     push_url: Annotated[

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import termios
 import uuid
@@ -250,11 +251,32 @@ async def _line_mode(remote: RemoteSession, prompt: str | None, stdin_fd: int) -
 
     if prompt is not None:
         await one(prompt)
-    async with await anyio.open_file(stdin_fd, "r", closefd=False) as lines:
-        async for line in lines:
-            if line.strip():
-                await one(line.rstrip("\n"))
+    async for line in _stdin_lines(stdin_fd):
+        if line.strip():
+            await one(line)
     return failed
+
+
+async def _stdin_lines(fd: int) -> AsyncIterator[str]:
+    """stdin's lines. A pipe is waited on in the event loop, not read in a worker thread: a spawned
+    session's pipe never ends, and a signal that ends happy must end the wait (a thread blocked in
+    `read` would hold the exit until SIGKILL)."""
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        async with await anyio.open_file(fd, "r", closefd=False) as stream:
+            async for text in stream:
+                yield text.rstrip("\n")
+        return
+    pending = b""
+    while True:
+        await anyio.wait_readable(fd)
+        chunk = os.read(fd, 1 << 16)  # readable: returns at once, data or the end
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            yield line.decode(errors="replace")
+    if pending:
+        yield pending.decode(errors="replace")
 
 
 def _print(envelope: Envelope) -> bool:

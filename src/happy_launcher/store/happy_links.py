@@ -42,6 +42,14 @@ class HappyLinkStore(StoreConnection):
             return None
         return HappyLink(row[0], row[1], row[2], row[3], bytes(row[4]), int(row[5]), int(row[6]))
 
+    def session_of(self, happy_id: str, server: str) -> str | None:
+        """Our session linked to Happy's session `happy_id` on `server`."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT session FROM happy_links WHERE happy_id = ? AND server = ?", (happy_id, server)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def save_happy_link(self, link: HappyLink) -> None:
         """Insert or update the link; its marks never go backwards."""
         with self._write() as conn:

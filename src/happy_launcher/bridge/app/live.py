@@ -1,9 +1,10 @@
 """The bridge's live side, on the account's socket: each session sessions-out has linked gets its
 RPCs registered (again after every reconnection), its messages from the app read after its mark
 (on a push, on a reconnection, when it starts to run), and, while it runs, a watch (agentState,
-presence, metadata). This machine is registered and kept alive, its RPCs (start and stop a
-session: `machine.py`, `spawn/spawner.py`) registered beside the sessions' ones; a session it started that
-a client ends (`session-end`, as `happy-agent stop` sends it) is stopped."""
+presence, metadata). This machine is registered and kept alive, its metadata kept current, its RPCs
+(start, resume and stop a session: `machine.py`, `spawning.py`) registered beside the sessions' ones;
+a session started without a terminal that a client ends (`session-end`, as `happy-agent stop` sends
+it) is stopped."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ import anyio
 from anyio.abc import TaskGroup
 
 from happy_launcher.bridge.app.inbox import Inbox, control_send
-from happy_launcher.bridge.app.machine import MachineRpc, keep_alive, machine_cipher, register_machine
+from happy_launcher.bridge.app.machine import (
+    MachineMetadata,
+    MachineRpc,
+    keep_alive,
+    machine_cipher,
+    register_machine,
+)
 from happy_launcher.bridge.app.session_rpc import SessionRpc, SocketControl, Target, rpc_methods
+from happy_launcher.bridge.app.spawning import MachineSessions
 from happy_launcher.bridge.app.versioned import Versioned
 from happy_launcher.bridge.app.watch import Notify, SessionWatch, ignore
 from happy_launcher.bridge.keys.credentials import Credentials
@@ -70,11 +78,15 @@ class Live:
         machine: MachineFacts,
         clock: Clock,
         spawner: Spawner,
+        claude: Callable[[], bool],
+        look_now: Callable[[], None],
         kill: Callable[[int, int], None] = os.kill,
         *,
         notify: Notify = ignore,
         long_turn: float = 20.0,
     ) -> None:
+        """`claude`: whether Claude is found on this machine (the machine's metadata says);
+        `look_now`: sessions out's (`Links.look_now`), told of each session started here."""
         self._home = home
         self._server = server
         self._api = api
@@ -82,6 +94,10 @@ class Live:
         self._machine = machine
         self._clock = clock
         self._spawner = spawner
+        self._sessions = MachineSessions(
+            spawner, lambda happy_id: store.session_of(happy_id, server), look_now
+        )
+        self._metadata = MachineMetadata(machine, claude, clock)
         self._notify = notify
         self._long_turn = long_turn
         self._machine_rpc: MachineRpc | None = None
@@ -102,11 +118,15 @@ class Live:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._spawner.run)
-            await register_machine(self._api, self._retry, credentials, self._machine)
+            metadata = await anyio.to_thread.run_sync(self._metadata.current)
+            await register_machine(self._api, self._retry, credentials, self._machine, metadata)
             cipher, _ = machine_cipher(credentials)
-            self._machine_rpc = MachineRpc(self._machine.machine_id, cipher, self._spawner)
+            self._machine_rpc = MachineRpc(self._machine.machine_id, cipher, self._sessions)
             async with open_updates(self._server, token, self) as updates:
                 self._updates = updates
+                tg.start_soon(
+                    self._metadata.keep, Versioned(updates, "machine", self._machine.machine_id, cipher)
+                )
                 await self._register_machine()
                 for linked in list(self._by_happy.values()):  # linked before the socket was up
                     tg.start_soon(self._serve, linked, True)
@@ -116,7 +136,7 @@ class Live:
         """Sessions-out took a session up (a run of it, or its stored envelopes)."""
         self._by_happy[linked.happy_id] = linked
         self._marks.views[linked.session] = view
-        self._spawner.linked(view.pid, linked.happy_id)
+        self._sessions.linked(linked.session, view.pid, linked.happy_id)
         if self._tg is not None and self._updates is not None:
             self._tg.start_soon(self._serve, linked, True)
 
@@ -196,6 +216,7 @@ class Live:
 
     async def connected(self) -> None:
         self._registered.clear()  # the server forgot them with the old connection
+        self._metadata.forget()
         if self._tg is None or self._updates is None:
             return  # the first connection: `run` serves what is linked once it has the socket
         await self._register_machine()
@@ -218,7 +239,7 @@ class Live:
 
     async def ephemeral(self, body: dict[str, Any]) -> None:
         if body.get("type") == "activity" and body.get("active") is False and isinstance(body.get("id"), str):
-            await self._spawner.stop(body["id"])  # a no-op for a session not started here
+            await self._sessions.stop(body["id"])  # a no-op for a session not started here
 
     async def rpc(self, method: str, params: str) -> str | None:
         if self._machine_rpc is not None and self._machine_rpc.serves(method):

@@ -1,7 +1,8 @@
 """A session's versioned values on Happy's server, `agentState` and `metadata`: sent sealed by
 compare-and-set (`update-state`, `update-metadata` with the version we believe the server holds).
 On a version mismatch (another writer, or a version this bridge did not know: a restart) the
-server's version is taken and the value sent again: the bridge is the one writer of both."""
+server's version is taken and the value sent again: the bridge is the one writer of both. This
+machine's metadata goes the same way (`machine-update-metadata`, by the machine's id)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ from happy_launcher.bridge.link.updates import Updates
 from happy_launcher.errors import HappyServerError
 
 _log = logging.getLogger(__name__)
-Kind = Literal["agentState", "metadata"]
-_EVENT: dict[Kind, str] = {"agentState": "update-state", "metadata": "update-metadata"}
+Kind = Literal["agentState", "metadata", "machine"]  # machine: this machine's metadata, by its id
+_EVENT: dict[Kind, str] = {
+    "agentState": "update-state",
+    "metadata": "update-metadata",
+    "machine": "machine-update-metadata",
+}
 
 
 class Versioned:
@@ -33,6 +38,8 @@ class Versioned:
         sealed = self._cipher.seal(value)
         for _ in range(2):
             body = {"sid": self._happy_id, self._kind: sealed, "expectedVersion": self.version}
+            if self._kind == "machine":
+                body = {"machineId": self._happy_id, "metadata": sealed, "expectedVersion": self.version}
             try:
                 answer = await self._updates.call(_EVENT[self._kind], body)
             except HappyServerError as exc:

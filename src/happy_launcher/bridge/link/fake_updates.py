@@ -1,6 +1,7 @@
 """An account's socket kept in memory, beside the real one (`bridge/link/updates.py`): what the bridge
-emitted and called is recorded; `update-state` and `update-metadata` are compare-and-set on a
-version per session, as the server does them; `down` makes calls fail as an outage would."""
+emitted and called is recorded; `update-state`, `update-metadata` and `machine-update-metadata` are
+compare-and-set on a version per session (machine), as the server does them; `down` makes calls
+fail as an outage would."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ class FakeUpdates:
             raise HappyServerError("the fake server is down")
         self.calls.append((event, data))
         self._tell()
-        field = {"update-state": "agentState", "update-metadata": "metadata"}[event]
-        key = (event, str(data["sid"]))
+        field = {"update-state": "agentState"}.get(event, "metadata")
+        key = (event, str(data.get("sid", data.get("machineId"))))
         version = self.versions.get(key, 0)
         if data["expectedVersion"] != version:
             return {"result": "version-mismatch", "version": version, field: self.values.get(key)}

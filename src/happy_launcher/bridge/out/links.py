@@ -5,7 +5,7 @@ side of the bridge which sessions are linked, as they are."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,23 @@ class Links:
 
     on_link: Callable[[Linked, SessionView], None] | None = None
     _by_session: dict[str, Linked] = field(default_factory=dict)
+    _pause: anyio.CancelScope | None = None
+    _asked: bool = False
+
+    def look_now(self) -> None:
+        """A session has just been started (a spawn): sessions out looks for it now, not at its
+        next poll."""
+        self._asked = True
+        if self._pause is not None:
+            self._pause.cancel()
+
+    async def pause(self, sleep: Callable[[], Awaitable[None]]) -> None:
+        """Sessions out's pause between two looks, cut short by `look_now`."""
+        if not self._asked:
+            with anyio.CancelScope() as self._pause:
+                await sleep()
+            self._pause = None
+        self._asked = False
 
     def get(self, session: str) -> Linked | None:
         return self._by_session.get(session)

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -143,6 +144,6 @@ async def sessions_out(
                 if out.rescan or sockets != seen or (changed and await out.unsent_untaken()):
                     seen = sockets
                     await out.scan(tg)
-                await retry.sleeper.sleep(poll)
+                await out.links.pause(partial(retry.sleeper.sleep, poll))
     finally:
         store.close()

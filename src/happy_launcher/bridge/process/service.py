@@ -8,6 +8,7 @@ status file as it changes."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -19,7 +20,7 @@ import anyio
 from happy_launcher.bridge.keys.credentials import Credentials
 from happy_launcher.bridge.link.retry import AnyioSleeper, Backoff, Retry, ServerHealth, Sleeper
 from happy_launcher.bridge.process.report import Report
-from happy_launcher.errors import HappyServerError
+from happy_launcher.errors import ClaudeNotFoundError, HappyServerError
 from happy_launcher.protocol import wall_clock_ms
 
 TOKEN_BACKOFF = Backoff(first=1.0, cap=30.0)  # an unreachable server, asked again
@@ -63,7 +64,7 @@ async def serve(ctx: BridgeContext) -> None:
     from happy_launcher.bridge.out.metadata import machine_facts
     from happy_launcher.bridge.out.sessions_out import sessions_out
     from happy_launcher.claude.binary import find_claude
-    from happy_launcher.spawn.spawner import ProcessLauncher, Spawner
+    from happy_launcher.spawn.spawner import spawner_for
     from happy_launcher.store.sessions import SessionStore
 
     health = ServerHealth(changed=lambda h: _report_health(ctx.report, h))
@@ -74,8 +75,10 @@ async def serve(ctx: BridgeContext) -> None:
     settings = read_push_settings(ctx.home)
     pusher = pusher_for(settings, ctx.server, ctx.credentials.token)
     try:
-        spawner = Spawner(ctx.home, os.environ, ProcessLauncher(), partial(find_claude, os.environ))
+        spawner = spawner_for(ctx.home, os.environ)
+        claude = partial(_claude_found, partial(find_claude, os.environ))
         notifier = Notifier(ctx.home, pusher)
+        links = Links()
         live = Live(
             ctx.home,
             ctx.server,
@@ -85,10 +88,12 @@ async def serve(ctx: BridgeContext) -> None:
             machine,
             wall_clock_ms,
             spawner,
+            claude,
+            links.look_now,
             notify=lambda attention, local: notifier.notify(attention, local=local),
             long_turn=settings.long_turn,
         )
-        links = Links(on_link=live.linked)
+        links.on_link = live.linked
         async with anyio.create_task_group() as tg:
             tg.start_soon(notifier.run)
             tg.start_soon(live.run, ctx.credentials.token, ctx.credentials)
@@ -161,3 +166,11 @@ class HttpAccount:
         if answer.status_code != 200:
             raise HappyServerError(f"{self.url} answered HTTP {answer.status_code}")
         return "accepted"
+
+
+def _claude_found(find: Callable[[], Path]) -> bool:
+    try:
+        find()
+    except ClaudeNotFoundError:
+        return False
+    return True
