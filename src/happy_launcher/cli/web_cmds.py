@@ -17,7 +17,9 @@ from happy_launcher.home.dirs import happy_home
 if TYPE_CHECKING:
     from happy_launcher.web.devices import DeviceStore
 
-web_app = typer.Typer(help="A web page to watch and drive running sessions (pair a phone with its QR).")
+web_app = typer.Typer(
+    help="A web page to watch, drive, start and resume sessions (pair a phone with its QR)."
+)
 
 
 @web_app.callback(invoke_without_command=True)
@@ -49,7 +51,7 @@ def web(
             raise UsageError("--lan chooses the address itself: give --lan or --host, not both")
         address = lan_address() if lan else host or "127.0.0.1"
         home = happy_home(os.environ)
-        anyio.run(lambda: serve(home, address, port, sys.stdout, allow=allow_host or (), lan=lan))
+        anyio.run(lambda: serve(home, address, port, sys.stdout, os.environ, allow=allow_host or (), lan=lan))
     except HappyError as error:
         raise fail(error) from None
     except KeyboardInterrupt:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+import anyio
+
 from happy_launcher.errors import UsageError
+from happy_launcher.spawn.spawner import spawner_for
 from happy_launcher.web.auth import Pairing, allowed_hosts
 from happy_launcher.web.commands import Commands
 from happy_launcher.web.devices import DeviceStore
@@ -77,8 +80,16 @@ def page_host(host: str, extra: Sequence[str]) -> str:
 
 
 async def serve(
-    home: Path, host: str, port: int, out: TextIO, *, allow: Sequence[str] = (), lan: bool = False
+    home: Path,
+    host: str,
+    port: int,
+    out: TextIO,
+    env: Mapping[str, str],
+    *,
+    allow: Sequence[str] = (),
+    lan: bool = False,
 ) -> None:
+    """`env`: the environment of the sessions started from the page (New session, Resume)."""
     import segno
     import uvicorn
 
@@ -86,6 +97,7 @@ async def serve(
     port = sock.getsockname()[1]
     shown = page_host(host, allow)
     pairing = Pairing(time.monotonic)
+    spawner = spawner_for(home, env)
     state = WebState(
         home=home,
         devices=DeviceStore(home, clock_ms=clock_ms),
@@ -94,6 +106,8 @@ async def serve(
         pair_url=lambda secret: f"http://{shown}:{port}/#k={secret}",
         commands=Commands(home / "web" / "commands.json"),
         hidden=HiddenSessions(home / "web" / "hidden.json"),
+        starter=spawner,
+        user_home=Path(env.get("HOME") or Path.home()),
     )
     url = state.pair_url(pairing.mint(ttl=None))
     out.write(url + "\n")
@@ -104,4 +118,7 @@ async def serve(
     config = uvicorn.Config(
         make_app(state), log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
     )
-    await uvicorn.Server(config).serve(sockets=[sock])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(spawner.run)
+        await uvicorn.Server(config).serve(sockets=[sock])
+        tg.cancel_scope.cancel()

@@ -19,6 +19,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from happy_launcher.control.attention import AttentionTracker
+from happy_launcher.control.attention import session_title as attention_title
 from happy_launcher.control.discovery import SessionView, discover
 from happy_launcher.errors import HappyError
 from happy_launcher.session.naming import TranscriptTitles, session_title
@@ -27,6 +29,8 @@ from happy_launcher.web.body_limit import BodyLimit
 from happy_launcher.web.commands import Commands, parse
 from happy_launcher.web.devices import Device, DeviceStore
 from happy_launcher.web.hidden import HiddenSessions
+from happy_launcher.web.notify import PageAttention
+from happy_launcher.web.spawning import Starter, choices, parse_new, parse_options, resume, start
 from happy_launcher.web.sse import SseResponse
 from happy_launcher.web.stream import session_events
 
@@ -50,6 +54,8 @@ class WebState:
     pair_url: Callable[[str], str]  # the page's URL carrying a pairing secret
     commands: Commands
     hidden: HiddenSessions
+    starter: Starter  # new sessions and resumed ones (spawn/spawner.py's Spawner)
+    user_home: Path  # the form's default directory, when allowed
     titles: TranscriptTitles = field(default_factory=TranscriptTitles)  # kept: transcripts read on
 
 
@@ -178,10 +184,17 @@ async def stream(request: Request) -> Response:
     except ValueError:
         return _error(400, "bad Last-Event-ID")
     state = _state(request)
+    attention = await _attention(state, view)
     return SseResponse(
-        lambda emit: session_events(state.home, view, after, emit),
+        lambda emit: session_events(state.home, view, after, emit, attention),
         still_allowed=lambda: state.devices.verify_id(device.id),
     )
+
+
+async def _attention(state: WebState, view: SessionView) -> PageAttention:
+    title = await anyio.to_thread.run_sync(session_title, view.first_prompt, view.transcript, state.titles)
+    tracker = AttentionTracker(view.happy_id or "", title=attention_title(title, view.cwd))
+    return PageAttention(tracker, clock_ms(), titled=title is not None)
 
 
 async def command(request: Request) -> Response:
@@ -195,6 +208,44 @@ async def command(request: Request) -> Response:
     if isinstance(view, Response):
         return view
     status, body = await _state(request).commands.run(device.id, view, parsed)
+    return JSONResponse(body, status_code=status)
+
+
+async def spawn_choices(request: Request) -> Response:
+    device = _guard(request, post=False)
+    if isinstance(device, Response):
+        return device
+    state = _state(request)
+    return JSONResponse(await choices(state.home, state.user_home))
+
+
+async def spawn(request: Request) -> Response:
+    """A new session (`{"directory", "prompt", "model", "permission_mode"}`): its id once it is
+    ready for a prompt, or why not."""
+    device = _guard(request, post=True)
+    if isinstance(device, Response):
+        return device
+    new = parse_new(await request.body())
+    if isinstance(new, str):
+        return _error(400, new)
+    status, body = await start(_state(request).starter, new)
+    return JSONResponse(body, status_code=status)
+
+
+async def resume_session(request: Request) -> Response:
+    """An ended session continued (`{"model", "permission_mode"}`, both optional)."""
+    device = _guard(request, post=True)
+    if isinstance(device, Response):
+        return device
+    options = parse_options(await request.body())
+    if isinstance(options, str):
+        return _error(400, options)
+    view = await _session(request)
+    if isinstance(view, Response):
+        return view
+    if view.running:
+        return _error(409, f"session {view.name} is running: only an ended session can be resumed")
+    status, body = await resume(_state(request).starter, request.path_params["session"], options)
     return JSONResponse(body, status_code=status)
 
 
@@ -238,6 +289,9 @@ def make_app(state: WebState) -> Starlette:
         Route("/api/sessions/{session}/stream", stream, methods=["POST"]),
         Route("/api/sessions/{session}/command", command, methods=["POST"]),
         Route("/api/sessions/{session}/hidden", visibility, methods=["POST"]),
+        Route("/api/sessions/{session}/resume", resume_session, methods=["POST"]),
+        Route("/api/spawn", spawn_choices),
+        Route("/api/spawn", spawn, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]
     app = Starlette(routes=routes)

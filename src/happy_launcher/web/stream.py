@@ -1,7 +1,8 @@
 """A session's stream for the page (`control/follow.py`): a `state` frame at each connection to
 its control socket (facts; the open permission requests follow as `permission-requested` frames,
 so a page that reconnects has them all), then every envelope after the page's last seq, then
-`end` once the session is over."""
+`end` once the session is over. Beside them, an `attention` frame for what deserves a browser
+notification (web/notify.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, Followed, follow
 from happy_launcher.control.wire import PermissionRequested
 from happy_launcher.errors import ControlError
+from happy_launcher.web.notify import PageAttention, attention_json
 from happy_launcher.web.sse import Emit, frame
 
 
-async def session_events(home: Path, view: SessionView, after_seq: int, emit: Emit) -> None:
+async def session_events(
+    home: Path, view: SessionView, after_seq: int, emit: Emit, attention: PageAttention
+) -> None:
     last = after_seq
     try:
         async with aclosing(follow(home, view, after_seq)) as followed:
@@ -26,6 +30,8 @@ async def session_events(home: Path, view: SessionView, after_seq: int, emit: Em
                 if isinstance(item, EnvelopeBytes):
                     last = item.seq
                 await emit(_frame(item))
+                if (told := attention.item(item)) is not None:
+                    await emit(frame("attention", attention_json(told)))
     except ControlError:
         return  # not known to have ended: the stream closes without `end`, the page reconnects
     await emit(frame("end", orjson.dumps({"last_seq": last})))

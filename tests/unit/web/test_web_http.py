@@ -250,9 +250,11 @@ def test_the_stream_resumes_after_last_event_id_with_open_requests_as_state(
     )
     response = conn.getresponse()
     assert response.status == 200 and response.getheader("content-type", "").startswith("text/event-stream")
-    first = frames(response, 4)
+    first = frames(response, 5)
     assert first[0][0] == "state" and first[0][2]["happy_session_id"] == "hs-web"
     assert [f[0] for f in first[1:]].count("permission-requested") == 1
+    [told] = [f[2] for f in first if f[0] == "attention"]  # the open request, for a notification
+    assert (told["kind"], told["key"], told["title"]) == ("permission", "p1", "Permission request")
     assert [f[1] for f in first[1:] if f[0] == "envelope"] == ["4", "5"]
     portal.call(controller.commit, made.make(1))  # live, on the session's event loop
     [live] = frames(response, 1)

@@ -4,6 +4,8 @@ import { api, command } from "./api.js";
 import { refreshList, showHeader } from "./list.js";
 import { follow, setConn, stopStream } from "./stream.js";
 import { renderPerms } from "./perms.js";
+import { openNewSession, resumeSession, startNewSession } from "./spawn.js";
+import { setUpNotifications } from "./notify.js";
 
 // ---- pairing ---------------------------------------------------------------------------------
 
@@ -67,6 +69,7 @@ function open(id) {
   S.subagents.clear();
   window.happy.seqs = [];
   $("transcript").replaceChildren();
+  $("s-error").hidden = true;
   renderPerms();
   document.body.classList.toggle("in-session", !!id);
   for (const node of ["transcript", "composer", "perms"]) $(node).hidden = !id;
@@ -75,6 +78,14 @@ function open(id) {
   setConn(id ? "Connecting…" : "");
   showHeader();
   if (id) follow(id);
+}
+
+// A session started or resumed here: the page follows it (again, if it is the one shown).
+function go(id) {
+  if (!id) return;
+  refreshList();
+  if (id === S.current) open(id);
+  else location.hash = `#s=${encodeURIComponent(id)}`;
 }
 
 function route() {
@@ -110,6 +121,11 @@ async function main() {
   $("back").addEventListener("click", () => (location.hash = ""));
   $("pair-new").addEventListener("click", pairAnother);
   $("pair-close").addEventListener("click", () => $("pair-dialog").close());
+  $("new-session").addEventListener("click", openNewSession);
+  $("new-cancel").addEventListener("click", () => $("new-dialog").close());
+  $("new-form").addEventListener("submit", async (e) => { e.preventDefault(); go(await startNewSession()); });
+  $("resume").addEventListener("click", async () => go(await resumeSession(S.current)));
+  setUpNotifications();
   window.addEventListener("hashchange", route);
   document.addEventListener("visibilitychange", onVisible);
   window.addEventListener("online", onVisible);

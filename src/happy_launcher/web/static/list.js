@@ -89,4 +89,6 @@ export function showHeader() {
   $("switch").textContent = mode === "remote" ? "To local" : "To remote";
   $("switch").dataset.to = mode === "remote" ? "local" : "remote";
   for (const id of ["switch", "abort", "send"]) $(id).disabled = !running;
+  // An ended session of the store can be continued (its Claude session, `--resume`).
+  $("resume").hidden = running || !s || !s.claude_id;
 }

@@ -23,6 +23,7 @@ export const S = {
   turns: new Map(),
   tools: new Map(),
   subagents: new Map(),
+  told: new Set(), // attention keys already told (web/notify.py)
 };
 // For the tests and benchmarks: seqs in render order, and when each was rendered.
 window.happy = { seqs: [], rendered: [], firstPaint: null };

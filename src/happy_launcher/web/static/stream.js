@@ -5,6 +5,7 @@ import { api, Unpaired } from "./api.js";
 import { showHeader } from "./list.js";
 import { renderPerms } from "./perms.js";
 import { flush } from "./transcript.js";
+import { tell } from "./notify.js";
 
 export function stopStream() {
   S.gen++;
@@ -107,6 +108,8 @@ function onFrame(block) {
   } else if (event === "permission-settled") {
     S.pending.delete(body.request_id);
     renderPerms();
+  } else if (event === "attention") {
+    tell(body);
   } else if (event === "end") {
     S.pending.clear();
     renderPerms();
