@@ -108,11 +108,16 @@ async def take_over(
         await discover(home), selector, lambda v: session_title(v.first_prompt, v.transcript, reader)
     )
     assert view.pid is not None  # running: its launcher's pid is known
-    processes.signal(view.pid, signal.SIGTERM)
-    if not await processes.gone(view.pid, bound):
-        processes.signal(-view.pid, signal.SIGKILL)  # its group: Claude and its tools too
-        await processes.gone(view.pid, bound)
+    await stop(view.pid, processes, bound)
     return view
+
+
+async def stop(pid: int, processes: Processes, bound: float) -> None:
+    """As the spawner stops a session: SIGTERM to happy, SIGKILL to its group after `bound`."""
+    processes.signal(pid, signal.SIGTERM)
+    if not await processes.gone(pid, bound):
+        processes.signal(-pid, signal.SIGKILL)  # its group: Claude and its tools too
+        await processes.gone(pid, bound)
 
 
 def hands_back(exit: LauncherExit, ended_by: int | None) -> bool:
