@@ -250,11 +250,23 @@ async def _line_mode(remote: RemoteSession, prompt: str | None, stdin_fd: int) -
 
     if prompt is not None:
         await one(prompt)
-    async with await anyio.open_file(stdin_fd, "r", closefd=False) as lines:
-        async for line in lines:
-            if line.strip():
-                await one(line.rstrip("\n"))
+    async for line in _lines(stdin_fd):
+        if line.strip():
+            await one(line)
     return failed
+
+
+async def _lines(fd: int) -> AsyncIterator[str]:
+    """`fd`'s lines until its end. Each read is abandoned when cancelled: a thread blocked reading
+    stdin (the spawner's pipe never ends) must not keep a run that SIGTERM ended from ending, and
+    holds no lock that anything else waits for (a file object's would)."""
+    pending = b""
+    while chunk := await anyio.to_thread.run_sync(os.read, fd, 1 << 16, abandon_on_cancel=True):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            yield line.decode(errors="replace")
+    if pending:
+        yield pending.decode(errors="replace")
 
 
 def _print(envelope: Envelope) -> bool:
