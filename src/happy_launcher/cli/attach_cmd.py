@@ -9,13 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 import typer
 
 from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.claude.binary import find_claude
-from happy_launcher.cli.control_cmds import SessionArg
 from happy_launcher.cli.errors import fail
 from happy_launcher.control.discovery import discover
 from happy_launcher.errors import HappyError, UsageError
@@ -29,6 +29,13 @@ from happy_launcher.session.launcher import LauncherExit
 from happy_launcher.spawn.spawner import SPAWNED_DIR
 
 READY_BOUND = 30.0  # seconds for the detached run's control socket to answer
+SessionArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="A unique prefix of a happy or Claude session id, or its title "
+        "(default: the one session running without a terminal)."
+    ),
+]
 
 
 def attach(session: SessionArg = None) -> None:
