@@ -1,12 +1,10 @@
-"""Sessions the app starts on this machine (`spawn-happy-session`) and stops (`stop-session`).
-
-A spawn is `happy claude --happy-remote` in the requested directory (judged by `spawn_dirs.py`),
-in its own session (no terminal: no terminal's signal reaches it), its output appended to a log
-in HAPPY_HOME_DIR (`spawned/`). Without a terminal, remote mode reads prompts from stdin and ends
-at its end: its stdin is a pipe whose write end the child itself holds, so it runs until stopped,
-whether or not the bridge does. The answer is its Happy session id once sessions-out has linked it
-(`linked`, told with its pid), or why not, in words. A stop is SIGTERM to happy (it closes the
-open turn and ends Claude), SIGKILL to its process group after `stop_bound` seconds."""
+"""Sessions started without a terminal (from the app through the daemon, or from the page): a
+start is `happy claude --happy-remote` in an allowed directory (`dirs.py`), detached, its output
+appended to a log in HAPPY_HOME_DIR (`spawned/`), recorded there too (`registry.py`). It is started
+once its control socket answers with its session id: it can take a prompt; a first prompt goes
+through the socket's `send` (so it is in the session's inbound ledger, never lost), under one
+message id, so sending it again is a no-op. A stop is SIGTERM to happy (it closes the open turn
+and ends Claude), SIGKILL to its process group after `stop_bound` seconds."""
 
 from __future__ import annotations
 
@@ -15,20 +13,49 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
-from happy_launcher.errors import ClaudeNotFoundError
+from happy_launcher.errors import ClaudeNotFoundError, ControlError
+from happy_launcher.home.procs import ProcessId
 from happy_launcher.spawn.dirs import SpawnRefused, place_for, read_settings
+from happy_launcher.spawn.registry import SPAWNED_DIR, Registry, SpawnedEntry
 
-LINK_BOUND = 25.0  # seconds for a spawned session to be linked (happy-agent waits 30)
+START_BOUND = 25.0  # seconds for a started session to answer on its socket (happy-agent waits 30)
 STOP_BOUND = 10.0  # seconds from SIGTERM to SIGKILL
-SPAWNED_DIR = "spawned"
-_CLAUDE_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
+POLL = 0.02  # seconds between two looks at a starting or stopping session
+SEND_TRIES = 3
+CLAUDE_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
+
+
+class NeedsCreation(Exception):
+    """The directory does not exist; the request may ask again with `create=True`."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__(f"{directory} does not exist")
+        self.directory = directory
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    directory: str
+    create: bool = False  # the app's approvedNewDirectoryCreation
+    prompt: str | None = None  # sent through the control socket once up, never on argv
+    model: str | None = None
+    permission_mode: str | None = None
+    resume: str | None = None  # a Claude session id to continue (`--resume`)
+
+
+@dataclass(frozen=True)
+class Started:
+    session_id: str  # our session id (the control socket's, the store's)
+    pid: int
+    log: Path
 
 
 class Child(Protocol):
@@ -36,55 +63,39 @@ class Child(Protocol):
 
     async def wait(self) -> int: ...
 
-    def signal(self, sig: int) -> None:
-        """To the child (SIGTERM) or its whole process group (SIGKILL)."""
-        ...
-
 
 class Launcher(Protocol):
     async def start(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path) -> Child: ...
 
 
-class ProcessChild:
-    def __init__(self, process: anyio.abc.Process) -> None:
-        self._process = process
-        self.pid = process.pid
+class Processes(Protocol):
+    def start_time(self, pid: int) -> int | None: ...
 
-    async def wait(self) -> int:
-        return await self._process.wait()
+    def alive(self, owner: ProcessId) -> bool: ...
 
-    def signal(self, sig: int) -> None:
-        try:
-            if sig == signal.SIGKILL:
-                os.killpg(self.pid, sig)  # Claude and its tools too
-            else:
-                os.kill(self.pid, sig)
-        except ProcessLookupError:
-            pass  # gone meanwhile
+    def signal(self, owner: ProcessId, sig: int) -> None: ...
 
 
-class ProcessLauncher:
-    async def start(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path) -> Child:
-        log.parent.mkdir(mode=0o700, exist_ok=True)
-        read, write = os.pipe()
-        out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            process = await anyio.open_process(
-                list(argv), stdin=read, stdout=out, stderr=out, cwd=cwd, env=env,
-                start_new_session=True, pass_fds=(write,),
-            )  # fmt: skip
-        finally:
-            for fd in (read, write, out):
-                os.close(fd)
-        return ProcessChild(process)
+class Control(Protocol):
+    async def ready(self, pid: int) -> str | None:
+        """Its session id once its control socket answers with one; else None."""
+        ...
+
+    async def send(self, pid: int, message_id: str, text: str) -> None: ...
 
 
-@dataclass
-class _Spawned:
-    child: Child
-    ended: anyio.Event = field(default_factory=anyio.Event)
-    happy_id: str | None = None
-    linked: anyio.Event = field(default_factory=anyio.Event)
+class Stored(Protocol):
+    def find(self, session_id: str) -> tuple[str, str | None, bool] | None:
+        """(cwd, Claude session id, running?) of one of the store's sessions."""
+        ...
+
+
+@dataclass(frozen=True)
+class Ports:
+    launcher: Launcher
+    processes: Processes
+    control: Control
+    stored: Stored
 
 
 class Spawner:
@@ -92,120 +103,154 @@ class Spawner:
         self,
         home: Path,
         env: Mapping[str, str],
-        launcher: Launcher,
+        ports: Ports,
         find_claude: Callable[[], Path],
         *,
-        link_bound: float = LINK_BOUND,
+        start_bound: float = START_BOUND,
         stop_bound: float = STOP_BOUND,
     ) -> None:
         self._home = home
         self._env = env
-        self._launcher = launcher
+        self._ports = ports
         self._find_claude = find_claude
-        self._link_bound = link_bound
+        self._start_bound = start_bound
         self._stop_bound = stop_bound
-        self._running: dict[int, _Spawned] = {}
+        self.registry = Registry(home, ports.processes.alive)
         self._tg: TaskGroup | None = None
 
     async def run(self) -> None:
-        """Until cancelled: reaps the children as they end."""
+        """Until cancelled: reaps the children this spawner started as they end."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await anyio.sleep_forever()
 
-    def linked(self, pid: int | None, happy_id: str) -> None:
-        spawned = self._running.get(pid) if pid is not None else None
-        if spawned is not None:
-            spawned.happy_id = happy_id
-            spawned.linked.set()
-
-    async def spawn(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Happy's answer to `spawn-happy-session`."""
-        try:
-            return await self._spawn(params)
-        except SpawnRefused as refused:
-            return {"type": "error", "errorMessage": str(refused)}
-
-    async def stop(self, happy_id: str) -> bool:
-        """End the session this machine spawned as `happy_id`; False if it spawned none such."""
-        spawned = next((s for s in self._running.values() if s.happy_id == happy_id), None)
-        if spawned is None:
-            return False
-        spawned.child.signal(signal.SIGTERM)
-        with anyio.move_on_after(self._stop_bound):
-            await spawned.ended.wait()
-            return True
-        spawned.child.signal(signal.SIGKILL)
-        await spawned.ended.wait()
-        return True
-
-    async def _spawn(self, params: dict[str, Any]) -> dict[str, Any]:
-        directory, options = _request(params)
+    async def start(self, request: SpawnRequest) -> Started:
         settings = await anyio.to_thread.run_sync(read_settings, self._home, Path.home())
-        if len(self._running) >= settings.limit:
+        running = await anyio.to_thread.run_sync(self.registry.live)
+        if len(running) >= settings.limit:
             raise SpawnRefused(
-                f"limit reached: {len(self._running)} sessions started from the app run on this machine "
+                f"limit reached: {len(running)} sessions started without a terminal run on this machine "
                 f"(at most {settings.limit}); stop one first"
             )
-        create = params.get("approvedNewDirectoryCreation") is True
-        place = await anyio.to_thread.run_sync(lambda: place_for(directory, settings.allowed, create=create))
+        where = partial(place_for, request.directory, settings.allowed, create=request.create)
+        place = await anyio.to_thread.run_sync(where)
         if place.kind == "ask":
-            return {"type": "requestToApproveDirectoryCreation", "directory": directory}
+            raise NeedsCreation(request.directory)
         try:
             self._find_claude()
         except ClaudeNotFoundError as missing:
             raise SpawnRefused(f"Claude missing: {missing}") from None
-        argv = [sys.executable, "-m", "happy_launcher", "claude", "--happy-remote", *options]
+        argv = [sys.executable, "-m", "happy_launcher", "claude", "--happy-remote", *_options(request)]
         log = self._home / SPAWNED_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.log"
-        spawned = _Spawned(await self._launcher.start(argv, place.path, self._env, log))
-        self._running[spawned.child.pid] = spawned
+        child = await self._ports.launcher.start(argv, place.path, self._env, log)
+        entry = SpawnedEntry(child.pid, self._ports.processes.start_time(child.pid), str(log))
+        self.registry.add(entry)
+        ended = anyio.Event()
         assert self._tg is not None, "Spawner.run is not running"
-        self._tg.start_soon(self._reap, spawned)
-        return await self._answer(spawned, log)
-
-    async def _answer(self, spawned: _Spawned, log: Path) -> dict[str, Any]:
-        with anyio.move_on_after(self._link_bound):
-            async with anyio.create_task_group() as tg:
-                for event in (spawned.linked, spawned.ended):
-                    tg.start_soon(_then_cancel, event, tg.cancel_scope)
-        if spawned.happy_id is not None:
-            return {"type": "success", "sessionId": spawned.happy_id}
-        if spawned.ended.is_set():
-            raise SpawnRefused(f"the session ended as it started: {_last_line(log)} (log: {log})")
-        bound = f"{self._link_bound:.0f} s"
-        raise SpawnRefused(f"the session did not reach the server within {bound} (log: {log})")
-
-    async def _reap(self, spawned: _Spawned) -> None:
+        self._tg.start_soon(self._reap, child, entry, ended)
         try:
-            await spawned.child.wait()
-        finally:
-            del self._running[spawned.child.pid]
-            spawned.ended.set()
+            session_id = await self._until_ready(child.pid, ended, log)
+            if request.prompt is not None:
+                await self._first_prompt(entry, request.prompt)
+        except SpawnRefused:
+            self._ports.processes.signal(entry.owner, signal.SIGKILL)  # never a stray half-started one
+            raise
+        self.registry.named(entry, session_id)
+        return Started(session_id, child.pid, log)
+
+    async def resume(
+        self, session_id: str, *, model: str | None = None, permission_mode: str | None = None
+    ) -> Started:
+        """An ended session of the store (our id) goes on: Claude resumes its conversation in its
+        directory (the same session of ours, issue 16)."""
+        found = await anyio.to_thread.run_sync(self._ports.stored.find, session_id)
+        if found is None:
+            raise SpawnRefused(f"no session {session_id} on this machine")
+        cwd, claude_id, running = found
+        if running:
+            raise SpawnRefused(f"session {session_id} is running: there is nothing to resume")
+        if claude_id is None:
+            raise SpawnRefused(
+                f"session {session_id} never reached Claude: there is no conversation to resume"
+            )
+        request = SpawnRequest(cwd, model=model, permission_mode=permission_mode, resume=claude_id)
+        try:
+            return await self.start(request)
+        except NeedsCreation:
+            raise SpawnRefused(f"the directory of session {session_id} is gone: {cwd}") from None
+
+    async def stop(self, session_id: str) -> bool:
+        """End a session started without a terminal (by anyone); False if there is none such."""
+        entry = await anyio.to_thread.run_sync(self.registry.find, session_id)
+        if entry is None:
+            return False
+        processes = self._ports.processes
+        processes.signal(entry.owner, signal.SIGTERM)
+        if not await self._until_gone(entry.owner, self._stop_bound):
+            processes.signal(entry.owner, signal.SIGKILL)
+            await self._until_gone(entry.owner, self._stop_bound)
+        self.registry.remove(entry)
+        return True
+
+    async def _until_ready(self, pid: int, ended: anyio.Event, log: Path) -> str:
+        with anyio.move_on_after(self._start_bound):
+            while not ended.is_set():
+                session_id = await self._ports.control.ready(pid)
+                if session_id is not None:
+                    return session_id
+                with anyio.move_on_after(POLL):
+                    await ended.wait()
+            raise SpawnRefused(f"the session ended as it started: {_last_line(log)} (log: {log})")
+        bound = f"{self._start_bound:.0f} s"
+        raise SpawnRefused(f"the session did not answer on its control socket within {bound} (log: {log})")
+
+    async def _first_prompt(self, entry: SpawnedEntry, prompt: str) -> None:
+        message_id = f"spawn-{entry.pid}-{entry.start}"  # the same on each try: a resend is a no-op
+        for attempt in range(1, SEND_TRIES + 1):
+            try:
+                await self._ports.control.send(entry.pid, message_id, prompt)
+            except ControlError as exc:
+                if attempt == SEND_TRIES:
+                    raise SpawnRefused(
+                        f"the session started but did not take its first prompt: {exc}"
+                    ) from None
+            else:
+                return
+
+    async def _until_gone(self, owner: ProcessId, bound: float) -> bool:
+        with anyio.move_on_after(bound):
+            while self._ports.processes.alive(owner):  # noqa: ASYNC110 -- perhaps not our child: no event
+                await anyio.sleep(POLL)
+            return True
+        return False
+
+    async def _reap(self, child: Child, entry: SpawnedEntry, ended: anyio.Event) -> None:
+        await child.wait()  # cancelled (the spawner stops): it runs on, its entry kept
+        ended.set()
+        self.registry.remove(entry)
 
 
-def _request(params: dict[str, Any]) -> tuple[str, list[str]]:
-    """The directory asked for and happy's options for what the app asked (Claude only)."""
-    directory = params.get("directory")
-    if not isinstance(directory, str) or not directory:
-        raise SpawnRefused("no directory given")
-    agent = params.get("agent")
-    if agent not in (None, "claude"):
-        raise SpawnRefused(f"this machine starts Claude sessions only, not {agent}")
+def spawner_for(home: Path, env: Mapping[str, str]) -> Spawner:
+    """The real one: processes, sockets and the store of `home`; Claude as `env` finds it."""
+    from happy_launcher.claude.binary import find_claude
+    from happy_launcher.spawn.system import Processes, ProcessLauncher, SocketControl, StoredSessions
+
+    ports = Ports(ProcessLauncher(), Processes(), SocketControl(home), StoredSessions(home))
+    return Spawner(home, env, ports, partial(find_claude, env))
+
+
+def _options(request: SpawnRequest) -> list[str]:
     options: list[str] = []
-    mode = params.get("permissionMode")
+    mode = request.permission_mode
     if mode is not None and mode != "default":
-        if mode not in _CLAUDE_MODES:
-            raise SpawnRefused(f"permission mode {mode!r} is not one of {', '.join(_CLAUDE_MODES)}")
-        options += ["--permission-mode", str(mode)]
-    model = params.get("modelMode")
-    if isinstance(model, str) and model and model != "default":
-        options += ["--model", model]
-    return directory, options
-
-
-async def _then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
+        if mode not in CLAUDE_MODES:
+            raise SpawnRefused(f"permission mode {mode!r} is not one of {', '.join(CLAUDE_MODES)}")
+        options += ["--permission-mode", mode]
+    if request.model:
+        options += ["--model", request.model]
+    if request.resume is not None:
+        options += ["--resume", request.resume]
+    return options
 
 
 def _last_line(log: Path) -> str:

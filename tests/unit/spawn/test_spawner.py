@@ -1,69 +1,22 @@
-"""The machine's spawn and stop over a fake launcher: the answer waits for the link, the limit
-refuses in words, a stop is SIGTERM then SIGKILL after the bound; the machine's RPCs seal their
-answers with the machine's cipher."""
+"""The spawner over fakes: a start returns once the session's control socket answers, its first
+prompt sent there under one message id; the limit counts what the registry on disk holds, whoever
+started it; a resume continues an ended session's Claude conversation; a stop is SIGTERM, then
+SIGKILL to the group after the bound, and works for a spawner started again."""
 
 from __future__ import annotations
 
-import itertools
-import secrets
 import signal
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from happy_launcher.bridge.app.machine import MachineRpc
-from happy_launcher.bridge.keys.cipher import SessionCipher
-from happy_launcher.errors import ClaudeNotFoundError
-from happy_launcher.spawn.dirs import SpawnSettings, write_settings
-from happy_launcher.spawn.spawner import Spawner
+from happy_launcher.spawn.dirs import SpawnRefused, SpawnSettings, write_settings
+from happy_launcher.spawn.spawner import NeedsCreation, Spawner, SpawnRequest, Started
+from tests.unit.spawn.fakes import FakeSystem, fake_spawner, no_claude, running
 
 pytestmark = pytest.mark.anyio
 BOUND = 5.0
-
-
-@dataclass
-class FakeChild:
-    pid: int
-    obeys_term: bool = True
-    signals: list[int] = field(default_factory=list)
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-    async def wait(self) -> int:
-        await self.done.wait()
-        return 0
-
-    def signal(self, sig: int) -> None:
-        self.signals.append(sig)
-        if sig == signal.SIGKILL or self.obeys_term:
-            self.done.set()
-
-
-@dataclass
-class FakeLauncher:
-    obeys_term: bool = True
-    started: list[tuple[list[str], Path, FakeChild]] = field(default_factory=list)
-    pids: itertools.count[int] = field(default_factory=lambda: itertools.count(100))
-    on_start: anyio.Event = field(default_factory=anyio.Event)
-
-    async def start(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path) -> FakeChild:
-        child = FakeChild(next(self.pids), self.obeys_term)
-        self.started.append((list(argv), cwd, child))
-        self.on_start.set()
-        return child
-
-    async def next_start(self) -> FakeChild:
-        await self.on_start.wait()
-        self.on_start = anyio.Event()
-        return self.started[-1][2]
-
-
-def no_claude() -> Path:
-    raise ClaudeNotFoundError("Claude Code not found: install it")
 
 
 @pytest.fixture
@@ -73,115 +26,145 @@ def work(tmp_path: Path) -> Path:
     return tmp_path / "work"
 
 
-@asynccontextmanager
-async def running(spawner: Spawner) -> AsyncIterator[None]:
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(spawner.run)
-        yield
-        tg.cancel_scope.cancel()
-
-
-async def spawn_linked(
-    spawner: Spawner, launcher: FakeLauncher, params: dict[str, Any], happy_id: str
-) -> dict[str, Any]:
-    answer: list[dict[str, Any]] = []
+async def start_up(spawner: Spawner, system: FakeSystem, request: SpawnRequest, session: str) -> Started:
+    """Starts `request`; its session answers as `session` once the child is there."""
+    result: list[Started] = []
 
     async def ask() -> None:
-        answer.append(await spawner.spawn(params))
+        result.append(await spawner.start(request))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(ask)
-        child = await launcher.next_start()
-        assert not answer  # not before the session is linked
-        spawner.linked(child.pid, happy_id)
-    return answer[0]
+        child = await system.next_start()
+        assert not result  # not before its socket answers
+        system.up[child.pid] = session
+    return result[0]
 
 
-async def test_spawn_answers_once_linked_then_refuses_past_the_limit(tmp_path: Path, work: Path) -> None:
-    launcher = FakeLauncher()
-    spawner = Spawner(tmp_path, {}, launcher, lambda: Path("/bin/claude"))
+async def test_a_start_returns_once_the_socket_answers_and_sends_the_first_prompt(
+    tmp_path: Path, work: Path
+) -> None:
+    system = FakeSystem(send_failures=1)
+    spawner = fake_spawner(tmp_path, system)
+    request = SpawnRequest(str(work), prompt="hello", model="opus", permission_mode="plan")
     with anyio.fail_after(BOUND):
         async with running(spawner):
-            params = {"directory": str(work), "permissionMode": "plan", "modelMode": "opus"}
-            success = await spawn_linked(spawner, launcher, params, "h1")
-            assert success == {"type": "success", "sessionId": "h1"}
-            argv, cwd, _ = launcher.started[0]
-            assert argv[-6:] == ["claude", "--happy-remote", "--permission-mode", "plan", "--model", "opus"]
-            assert cwd == work
-            await spawn_linked(spawner, launcher, {"directory": str(work)}, "h2")
-            refused = await spawner.spawn({"directory": str(work)})
-            assert refused == {"type": "error", "errorMessage": refused["errorMessage"]}
-            assert refused["errorMessage"].startswith("limit reached: 2 sessions")
-            assert len(launcher.started) == 2
-            assert await spawner.stop("h1")
-            await spawn_linked(spawner, launcher, {"directory": str(work)}, "h3")  # room again
+            started = await start_up(spawner, system, request, "s1")
+    argv, cwd, child = system.started[0]
+    assert argv[-6:] == ["claude", "--happy-remote", "--permission-mode", "plan", "--model", "opus"]
+    assert cwd == work and "hello" not in argv
+    assert started.session_id == "s1" and started.pid == child.pid
+    assert started.log.parent == tmp_path / "spawned"
+    [(first, id1, text), (again, id2, _)] = system.sent  # one failed try, then the same id again
+    assert (first, again, text) == (child.pid, child.pid, "hello") and id1 == id2
+    [entry] = spawner.registry.live()
+    assert (entry.pid, entry.session_id, entry.log) == (child.pid, "s1", str(started.log))
 
 
-async def test_a_stop_kills_after_the_bound_and_only_what_was_spawned(tmp_path: Path, work: Path) -> None:
-    launcher = FakeLauncher(obeys_term=False)
-    spawner = Spawner(tmp_path, {}, launcher, lambda: Path("/bin/claude"), stop_bound=0.05)
+async def test_the_limit_counts_every_live_spawned_session_on_disk(tmp_path: Path, work: Path) -> None:
+    system = FakeSystem()
+    first, second = fake_spawner(tmp_path, system), fake_spawner(tmp_path, system)  # daemon and page
     with anyio.fail_after(BOUND):
-        async with running(spawner):
-            await spawn_linked(spawner, launcher, {"directory": str(work)}, "h1")
-            assert not await spawner.stop("other")
-            assert await spawner.stop("h1")
-            assert launcher.started[0][2].signals == [signal.SIGTERM, signal.SIGKILL]
-            assert not await spawner.stop("h1")  # ended: nothing left to stop
+        async with running(first), running(second):
+            await start_up(first, system, SpawnRequest(str(work)), "s1")
+            await start_up(second, system, SpawnRequest(str(work)), "s2")
+            with pytest.raises(SpawnRefused, match=r"^limit reached: 2 sessions .* \(at most 2\)"):
+                await first.start(SpawnRequest(str(work)))
+            assert len(system.started) == 2
+            assert await first.stop("s2")  # started by the other one
+            await start_up(first, system, SpawnRequest(str(work)), "s3")  # room again
+
+
+async def test_a_stop_kills_after_the_bound_even_from_a_spawner_started_again(
+    tmp_path: Path, work: Path
+) -> None:
+    system = FakeSystem(obeys_term=False)
+    with anyio.fail_after(BOUND):
+        async with running(before := fake_spawner(tmp_path, system)):
+            started = await start_up(before, system, SpawnRequest(str(work)), "s1")
+        again = fake_spawner(tmp_path, system, stop_bound=0.05)  # the daemon, restarted
+        assert not await again.stop("other")
+        assert await again.stop("s1")
+    assert system.signals == [(started.pid, signal.SIGTERM), (started.pid, signal.SIGKILL)]
+    assert again.registry.live() == []
+    assert not await again.stop("s1")  # ended: nothing left to stop
+
+
+async def test_a_reused_pid_is_not_a_spawned_session(tmp_path: Path, work: Path) -> None:
+    system = FakeSystem()
+    with anyio.fail_after(BOUND):
+        async with running(spawner := fake_spawner(tmp_path, system)):
+            started = await start_up(spawner, system, SpawnRequest(str(work)), "s1")
+    assert [e.session_id for e in spawner.registry.live()] == ["s1"]
+    system.epoch = 1  # its pid now names another process
+    assert not await spawner.stop("s1") and system.signals == []
+    assert spawner.registry.live() == []
+    assert started.pid in system.children
 
 
 async def test_refusals_in_words(tmp_path: Path, work: Path) -> None:
-    launcher = FakeLauncher()
-    spawner = Spawner(tmp_path, {}, launcher, no_claude)
+    system = FakeSystem()
+    spawner = Spawner(tmp_path, {}, system.ports(), no_claude)
     with anyio.fail_after(BOUND):
         async with running(spawner):
-            ask = await spawner.spawn({"directory": str(work / "new")})
-            assert ask == {"type": "requestToApproveDirectoryCreation", "directory": str(work / "new")}
-            missing = await spawner.spawn({"directory": str(work)})
-            assert missing["errorMessage"] == "Claude missing: Claude Code not found: install it"
-            codex = await spawner.spawn({"directory": str(work), "agent": "codex"})
-            assert codex["errorMessage"] == "this machine starts Claude sessions only, not codex"
-            outside = await spawner.spawn({"directory": str(tmp_path)})
-            assert outside["errorMessage"].startswith("not allowed:")
-    assert launcher.started == []
+            with pytest.raises(NeedsCreation) as ask:
+                await spawner.start(SpawnRequest(str(work / "new")))
+            assert ask.value.directory == str(work / "new")
+            with pytest.raises(SpawnRefused, match=r"^Claude missing: Claude Code not found: install it$"):
+                await spawner.start(SpawnRequest(str(work)))
+            with pytest.raises(SpawnRefused, match=r"^not allowed:"):
+                await spawner.start(SpawnRequest(str(tmp_path)))
+    assert system.started == []
 
 
-async def test_a_session_that_ends_before_it_is_linked_is_an_error(tmp_path: Path, work: Path) -> None:
-    launcher = FakeLauncher()
-    spawner = Spawner(tmp_path, {}, launcher, lambda: Path("/bin/claude"))
+async def test_a_session_that_ends_before_its_socket_answers_is_refused(tmp_path: Path, work: Path) -> None:
+    system = FakeSystem()
+    spawner = fake_spawner(tmp_path, system)
+    refused: list[str] = []
+
+    async def ask() -> None:
+        with pytest.raises(SpawnRefused) as why:
+            await spawner.start(SpawnRequest(str(work)))
+        refused.append(str(why.value))
+
+    with anyio.fail_after(BOUND):
+        async with running(spawner), anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            (await system.next_start()).done.set()
+    assert refused[0].startswith("the session ended as it started: no output (log: ")
+    assert spawner.registry.live() == []
+
+
+async def test_a_session_silent_past_the_bound_is_killed_and_refused(tmp_path: Path, work: Path) -> None:
+    system = FakeSystem()
+    spawner = fake_spawner(tmp_path, system, start_bound=0.05)
     with anyio.fail_after(BOUND):
         async with running(spawner):
-            answer: list[dict[str, Any]] = []
+            with pytest.raises(SpawnRefused, match="did not answer on its control socket within 0 s"):
+                await spawner.start(SpawnRequest(str(work)))
+    assert system.signals == [(system.started[0][2].pid, signal.SIGKILL)]
+
+
+async def test_resume_continues_an_ended_session_and_refuses_a_running_or_unknown_one(
+    tmp_path: Path, work: Path
+) -> None:
+    system = FakeSystem()
+    system.stored = {"ended": (str(work), "c-1", False), "live": (str(work), "c-2", True)}
+    spawner = fake_spawner(tmp_path, system)
+    with anyio.fail_after(BOUND):
+        async with running(spawner):
+            with pytest.raises(SpawnRefused, match=r"^session live is running: there is nothing to resume$"):
+                await spawner.resume("live")
+            with pytest.raises(SpawnRefused, match=r"^no session nope on this machine$"):
+                await spawner.resume("nope")
+            result: list[Started] = []
 
             async def ask() -> None:
-                answer.append(await spawner.spawn({"directory": str(work)}))
+                result.append(await spawner.resume("ended", model="sonnet"))
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(ask)
-                (await launcher.next_start()).done.set()
-    assert answer[0]["errorMessage"].startswith("the session ended as it started: no output (log: ")
-
-
-async def test_machine_rpcs_open_and_seal_with_the_machine_cipher(tmp_path: Path, work: Path) -> None:
-    cipher = SessionCipher("dataKey", secrets.token_bytes(32))
-    launcher = FakeLauncher()
-    spawner = Spawner(tmp_path, {}, launcher, lambda: Path("/bin/claude"))
-    rpc = MachineRpc("m1", cipher, spawner)
-    assert rpc.methods() == ["m1:spawn-happy-session", "m1:stop-session"]
-    assert rpc.serves("m1:stop-session") and not rpc.serves("s1:abort")
-    with anyio.fail_after(BOUND):
-        async with running(spawner):
-            answer: list[str] = []
-
-            async def ask() -> None:
-                answer.append(await rpc.call("m1:spawn-happy-session", cipher.seal({"directory": str(work)})))
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(ask)
-                spawner.linked((await launcher.next_start()).pid, "h1")
-            assert cipher.open(answer[0]) == {"type": "success", "sessionId": "h1"}
-            stopped = await rpc.call("m1:stop-session", cipher.seal({"sessionId": "h1"}))
-            assert cipher.open(stopped) == {"message": "Session stopped"}
-            again = cipher.open(await rpc.call("m1:stop-session", cipher.seal({"sessionId": "h1"})))
-            assert again == {"error": "h1 is not a session this machine started, or it ended"}
-            garbled = cipher.open(await rpc.call("m1:spawn-happy-session", "not sealed"))
-            assert garbled == {"error": "the request is not one this machine understands"}
+                system.up[(await system.next_start()).pid] = "ended"
+    argv, cwd, _ = system.started[0]
+    assert argv[-4:] == ["--model", "sonnet", "--resume", "c-1"] and cwd == work
+    assert result[0].session_id == "ended"

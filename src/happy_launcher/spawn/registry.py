@@ -1,0 +1,77 @@
+"""The sessions started without a terminal, on disk: one `HAPPY_HOME_DIR/spawned/<pid>.json` each
+(its pid with the kernel's start time of it, so a reused pid is never taken for it; our session id
+once it is known; its log). Whoever started one (the daemon or `happy web`) writes it, so the limit
+counts every live one, and a daemon started again can still stop the ones it started before."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from happy_launcher.home.procs import ProcessId
+
+SPAWNED_DIR = "spawned"
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnedEntry:
+    pid: int
+    start: int | None  # clock ticks after boot (home/procs.py)
+    log: str
+    session_id: str | None = None  # None until its control socket has named it
+
+    @property
+    def owner(self) -> ProcessId:
+        return ProcessId(self.pid, self.start)
+
+
+class Registry:
+    def __init__(self, home: Path, alive: Callable[[ProcessId], bool]) -> None:
+        self._dir = home / SPAWNED_DIR
+        self._alive = alive
+
+    def add(self, entry: SpawnedEntry) -> None:
+        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = self._dir / f".{entry.pid}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(asdict(entry), out)
+        temp.replace(self._dir / f"{entry.pid}.json")
+
+    def named(self, entry: SpawnedEntry, session_id: str) -> SpawnedEntry:
+        named = replace(entry, session_id=session_id)
+        self.add(named)
+        return named
+
+    def remove(self, entry: SpawnedEntry) -> None:
+        path = self._dir / f"{entry.pid}.json"
+        kept = self._read(path)
+        if kept is not None and kept.owner == entry.owner:  # not a newer process with the same pid
+            path.unlink(missing_ok=True)
+
+    def live(self) -> list[SpawnedEntry]:
+        """Every spawned session still running; the entries of ended ones are dropped."""
+        found: list[SpawnedEntry] = []
+        with contextlib.suppress(OSError):
+            for path in self._dir.glob("*.json"):
+                entry = self._read(path)
+                if entry is not None and self._alive(entry.owner):
+                    found.append(entry)
+                else:
+                    path.unlink(missing_ok=True)
+        return found
+
+    def find(self, session_id: str) -> SpawnedEntry | None:
+        return next((e for e in self.live() if e.session_id == session_id), None)
+
+    @staticmethod
+    def _read(path: Path) -> SpawnedEntry | None:
+        try:
+            data = json.loads(path.read_text())
+            return SpawnedEntry(int(data["pid"]), data["start"], str(data["log"]), data["session_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
