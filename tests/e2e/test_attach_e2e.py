@@ -1,6 +1,6 @@
 """`happy attach`: a session started without a terminal (as the spawner starts one for the phone)
-taken into Claude's TUI in a terminal, and handed back with Ctrl-T; the real Claude against the
-fake API, three Claude starts in all (detached, the TUI, detached again)."""
+taken into Claude's TUI in a terminal, handed back with Ctrl-T, taken again and handed back by a
+hang-up; the real Claude against the fake API, five Claude starts in all."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import pytest
 
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.control.sockets import live_sockets
+from happy_launcher.spawn.dirs import configure
 from happy_launcher.store.sessions import DB_NAME, SessionStore
 from tests.e2e.conftest import Launch
 from tests.support.claude_env import ClaudeEnv
@@ -80,10 +81,11 @@ def answered(home: Path, text: str) -> bool:
     return (home / DB_NAME).exists() and f"Echo: {text}" in texts(home, "agent")
 
 
-def test_attach_takes_a_detached_session_into_the_tui_and_ctrl_t_hands_it_back(
+def test_attach_takes_a_detached_session_into_the_tui_and_ctrl_t_or_a_hang_up_hands_it_back(
     cenv: ClaudeEnv, home: Path, env: dict[str, str], launch: Launch
 ) -> None:
     cwd = cenv.cwd
+    configure(home, Path.home(), [str(cwd)], None)  # as `happy daemon start --allow-dir` keeps it
     phone = start_detached(env, cwd, home / "phone.log")
     first = until(lambda: detached_pid(env, cwd), BOUND, "the detached session's control socket")
     assert first == phone.pid
@@ -101,13 +103,26 @@ def test_attach_takes_a_detached_session_into_the_tui_and_ctrl_t_hands_it_back(
     assert tui.wait_exit(BOUND) == 0
     assert tui.on_screen("runs on without a terminal")
 
-    again = until(lambda: detached_pid(env, cwd), BOUND, "the session detached again")
+    until(lambda: detached_pid(env, cwd), BOUND, "the session detached again")
     happy(env, cwd, "send", "hello again from the phone")
     until(lambda: answered(home, "hello again from the phone"), BOUND, "the answer after the hand-back")
-    os.kill(again, signal.SIGTERM)
-    assert wait_pid_gone(again, BOUND)
 
-    sent = ["hello from the phone", "hello at the desk", "hello again from the phone"]
+    closing: HappyTui = launch(cenv, command=["attach"])  # taken again, then the terminal hangs up
+    closing.wait_ready()
+    os.kill(closing.happy_pid(), signal.SIGHUP)
+    assert closing.wait_exit(BOUND) == 0
+    last = until(lambda: detached_pid(env, cwd), BOUND, "the session detached after the hang-up")
+    happy(env, cwd, "send", "hello after the hang-up")
+    until(lambda: answered(home, "hello after the hang-up"), BOUND, "the answer after the hang-up")
+    os.kill(last, signal.SIGTERM)
+    assert wait_pid_gone(last, BOUND)
+
+    sent = [
+        "hello from the phone",
+        "hello at the desk",
+        "hello again from the phone",
+        "hello after the hang-up",
+    ]
     assert texts(home, "user") == sent
     assert texts(home, "agent") == [f"Echo: {text}" for text in sent]
     stored = envelopes(home)

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +14,6 @@ import typer
 from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.claude.binary import find_claude
 from happy_launcher.cli.errors import fail
-from happy_launcher.control.discovery import discover
 from happy_launcher.errors import HappyError, UsageError
 from happy_launcher.home.dirs import ensure_home, happy_home
 from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
@@ -26,9 +22,8 @@ from happy_launcher.runner.attach import Detached, OsProcesses, after_attached, 
 from happy_launcher.runner.start import run_claude
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.launcher import LauncherExit
-from happy_launcher.spawn.spawner import SPAWNED_DIR
+from happy_launcher.spawn.spawner import SpawnRequest, spawner_for
 
-READY_BOUND = 30.0  # seconds for the detached run's control socket to answer
 SessionArg = Annotated[
     str | None,
     typer.Argument(
@@ -74,34 +69,10 @@ def _attach(selector: str | None) -> int:
 
 
 async def _spawn_detached(home: Path, env: dict[str, str], directory: str, claude_id: str) -> Detached:
-    """The spawner's detached `happy claude --happy-remote` on Claude session `claude_id`,
-    returned once its control socket answers."""
-    child, log = _start_detached(home, env, directory, claude_id)
-    with anyio.move_on_after(READY_BOUND):
-        while child.poll() is None:
-            up = [v for v in await discover(home) if v.pid == child.pid and v.running and v.mode]
-            if up:
-                return Detached(up[0].happy_id, child.pid)
-            await anyio.sleep(0.1)  # a process that is not ours to wait on: look again
-    raise HappyError(f"it did not start without a terminal (log: {log})")
-
-
-def _start_detached(
-    home: Path, env: dict[str, str], directory: str, claude_id: str
-) -> tuple[subprocess.Popen[bytes], Path]:
-    """As the spawner starts a session: its own session, no terminal, stdin a pipe whose write
-    end it holds itself (so it runs until stopped), output appended to a log under `spawned/`."""
-    log = home / SPAWNED_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.log"
-    log.parent.mkdir(mode=0o700, exist_ok=True)
-    argv = [sys.executable, "-m", "happy_launcher", "claude", "--happy-remote", "--resume", claude_id]
-    read, write = os.pipe()
-    try:
-        with log.open("ab") as out:
-            child = subprocess.Popen(
-                argv, stdin=read, stdout=out, stderr=out, cwd=directory, env=env,
-                start_new_session=True, pass_fds=(write,),
-            )  # fmt: skip
-    finally:
-        os.close(read)
-        os.close(write)
-    return child, log
+    """The spawner's detached `happy claude --happy-remote --resume`, once its socket answers."""
+    spawner = spawner_for(home, env)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(spawner.run)  # it reaps what it starts: cancelled below, the session runs on
+        started = await spawner.start(SpawnRequest(directory=directory, resume=claude_id))
+        tg.cancel_scope.cancel()
+    return Detached(started.session_id, started.pid)
