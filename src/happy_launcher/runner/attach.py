@@ -64,7 +64,7 @@ def choose(
     title; with none named, the one running session without a terminal. Refused in words if it
     has ended, runs in a terminal, or has no Claude session yet."""
     if selector is None:
-        detached = [view for view in views if view.running and view.terminal is False]
+        detached = [view for view in views if view.running and _detached(view)]
         if not detached:
             raise NoSuchSessionError("no session runs without a terminal: `happy sessions` lists them")
         if len(detached) > 1:
@@ -86,7 +86,16 @@ def _takeable(view: SessionView) -> SessionView:
     if not view.running:
         again = f": continue it with `happy claude --resume {view.claude_id}`" if view.claude_id else ""
         raise SessionEndedError(f"session {view.name} has ended ({view.state}){again}")
-    if view.terminal is not False or view.mode != "remote":
+    if view.mode is None:
+        raise RequestRefusedError(
+            f"session {view.name} does not answer (pid {view.pid}): try again in a moment"
+        )
+    if view.mode == "headless":
+        raise RequestRefusedError(
+            f"session {view.name} runs Claude on happy's own stdio (-p, or no terminal): it can be "
+            "watched, not attached"
+        )
+    if not _detached(view):
         raise RequestRefusedError(
             f"session {view.name} runs in a terminal already (pid {view.pid}): use it there, "
             "or `happy switch` it"
@@ -94,6 +103,10 @@ def _takeable(view: SessionView) -> SessionView:
     if view.claude_id is None:
         raise RequestRefusedError(f"session {view.name} has no Claude session yet: try again in a moment")
     return view
+
+
+def _detached(view: SessionView) -> bool:
+    return view.mode == "remote" and view.terminal is False
 
 
 async def take_over(

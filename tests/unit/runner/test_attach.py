@@ -77,6 +77,19 @@ def test_remote_mode_in_a_terminal_is_refused_too() -> None:
         choose([screen], "hs-phone", title)
 
 
+def test_a_headless_run_is_not_taken_for_a_detached_one() -> None:
+    headless = replace(DETACHED, happy_id="hs-pipe", mode="headless")
+    assert choose([headless, DETACHED], None, title) is DETACHED
+    with pytest.raises(RequestRefusedError, match="hs-pipe runs Claude on happy's own stdio"):
+        choose([headless, DETACHED], "hs-pipe", title)
+
+
+def test_a_session_that_does_not_answer_is_refused() -> None:
+    silent = replace(DETACHED, mode=None, terminal=None)
+    with pytest.raises(RequestRefusedError, match=r"hs-phone does not answer \(pid 4242\)"):
+        choose([silent], "hs-phone", title)
+
+
 def test_an_ended_session_is_refused_with_how_to_continue_it() -> None:
     with pytest.raises(SessionEndedError, match=r"hs-old has ended .*happy claude --resume c1a0de00-.*0003`"):
         choose([DETACHED, ENDED], "hs-old", title)
