@@ -65,7 +65,9 @@ class HappyTui:
         wrap_stty: bool = False,
         shell: bool = False,
         terminal_replies: Mapping[bytes, bytes] | None = None,
+        command: Sequence[str] | None = None,
     ) -> None:
+        """`command`: happy's arguments instead of `claude --happy-events EVENTS ARGS` (`attach`)."""
         self.cenv = cenv
         self.home = home
         self.events_path = events or home / "events.jsonl"
@@ -75,7 +77,11 @@ class HappyTui:
             "HAPPY_CLAUDE_PATH": str(cenv.binary),
             **(env or {}),
         }
-        argv = ["claude", "--happy-events", str(self.events_path), *args]
+        argv = (
+            list(command)
+            if command is not None
+            else ["claude", "--happy-events", str(self.events_path), *args]
+        )
         self.log = (home / "tui.log").open("ab")
         self.wrapped = wrap_stty or shell
         self.shell = shell

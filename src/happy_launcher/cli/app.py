@@ -130,9 +130,11 @@ def protocol_schema() -> None:
 
 
 def _register_control_verbs() -> None:
+    from happy_launcher.cli.attach_cmd import attach
     from happy_launcher.cli.control_cmds import register
 
     register(app)
+    app.command(rich_help_panel="Driving a running session")(attach)
 
 
 _register_control_verbs()

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 VERBS = frozenset(
     {"replay", "protocol", "--help", "-h", "--version", "help"}
-    | {"sessions", "send", "watch", "switch", "abort", "approve", "deny"}  # the control verbs
+    | {"sessions", "send", "watch", "switch", "abort", "approve", "deny", "attach"}  # the control verbs
     | {"web"}
     | {"auth"}  # Happy's server; Claude's own `auth` stays reachable as `happy claude auth`
     | {"daemon"}  # the bridge to Happy's server

@@ -34,6 +34,7 @@ class SessionView:
     continuity_break: str | None = None  # the conversation broke at a switch (continuity.py)
     first_prompt: str | None = None  # what its title falls back to (session/naming.py)
     transcript: str | None = None  # where Claude's title for it is
+    terminal: bool | None = None  # while running, if its launcher answered: False for a detached run
 
     @property
     def running(self) -> bool:
@@ -129,6 +130,7 @@ def _view(home: Path, summary: SessionSummary, facts: Facts | None, path: Path |
         continuity_break=summary.continuity_break,
         first_prompt=summary.first_prompt,
         transcript=summary.transcript,
+        terminal=facts.terminal if facts is not None else None,
     )
 
 
@@ -143,6 +145,7 @@ def _live_view(facts: Facts, path: Path) -> SessionView:
         facts.started_at,
         None,
         path,
+        terminal=facts.terminal,
     )
 
 

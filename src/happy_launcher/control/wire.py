@@ -48,6 +48,9 @@ class Facts(WireLine):
     pid: int
     started_at: int = Field(description="ms since the epoch")
     busy: bool = Field(description="a turn is running")
+    terminal: bool = Field(
+        default=True, description="false: the run has no terminal (started detached): `happy attach` takes it"
+    )
 
     @classmethod
     def of(cls, facts: SessionFacts) -> Facts:
@@ -59,6 +62,7 @@ class Facts(WireLine):
             pid=facts.pid,
             started_at=facts.started_at,
             busy=facts.busy,
+            terminal=facts.terminal,
         )
 
 

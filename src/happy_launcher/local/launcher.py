@@ -53,12 +53,19 @@ class _Started(NamedTuple):
 
 class LocalLauncher:
     """Claude's TUI under our PTY, with a SessionStart hook that names each session id.
-    `resume`: a later launch in the run (after remote mode), on that Claude session."""
+    `resume`: a later launch in the run (after remote mode), on that Claude session.
+    `ctrl_t_switches`: Ctrl-T is happy's and asks for a switch (`happy attach`: hands it back)."""
 
     def __init__(
-        self, cfg: RunConfig, *, make_tracker: TrackerFactory | None = None, resume: str | None = None
+        self,
+        cfg: RunConfig,
+        *,
+        make_tracker: TrackerFactory | None = None,
+        resume: str | None = None,
+        ctrl_t_switches: bool = False,
     ) -> None:
         self._cfg = cfg
+        self._ctrl_t_switches = ctrl_t_switches
         self._make_tracker = make_tracker
         self._resume = resume
         # Made now, not at the spawn: the session binds to what it runs on before Claude starts.
@@ -128,8 +135,11 @@ class LocalLauncher:
                     tg.start_soon(tracking.run)
                     tg.start_soon(front.serve, pty)
 
+            on_ctrl_t = front.request_switch if self._ctrl_t_switches else None
             try:
-                child = await _run(self._cfg, self._started, beside, screen.observe, session.receive_signals)
+                child = await _run(
+                    self._cfg, self._started, beside, screen.observe, session.receive_signals, on_ctrl_t
+                )
             finally:
                 session.front = None
                 tracking.finish()
@@ -171,6 +181,7 @@ async def _run(
     beside: Callable[[PtySession], Awaitable[None]] | None,
     on_output: Callable[[bytes], None] | None = None,
     signals: SignalReceiver | None = None,
+    on_ctrl_t: Callable[[], None] | None = None,
 ) -> ChildExit:
     import anyio
 
@@ -187,6 +198,7 @@ async def _run(
             on_output=on_output,
             started=started.pty,
             signals=signals or anyio.open_signal_receiver,
+            on_ctrl_t=on_ctrl_t,
         )
     except OSError as exc:
         raise ClaudeLaunchError(f"could not start {cfg.binary}: {exc.strerror or exc}") from exc

@@ -41,6 +41,7 @@ async def run_passthrough(
     on_output: Callable[[bytes], None] | None = None,
     started: StartedPty | None = None,
     signals: SignalReceiver = anyio.open_signal_receiver,
+    on_ctrl_t: Callable[[], None] | None = None,
 ) -> ChildExit:
     """Run `argv` under a PTY wired to our terminal until it exits, and return its exit.
 
@@ -54,9 +55,12 @@ async def run_passthrough(
     Failures propagate unwrapped when a single exception is behind them.
     `started`: `argv` already runs (`start_pty`, with the relayed signals blocked until here).
     `signals`: where the signals come from (the run's, when happy runs several launchers).
+    `on_ctrl_t`: Ctrl-T is happy's, not the child's (`happy attach`: hand the session back).
     """
     try:
-        return await _run(argv, env, cwd, stdin_fd, stdout_fd, on_started, on_output, started, signals)
+        return await _run(
+            argv, env, cwd, stdin_fd, stdout_fd, on_started, on_output, started, signals, on_ctrl_t
+        )
     except BaseException:
         if started is not None:  # failed before the PTY session took it over: end it
             started.abandon()
@@ -73,6 +77,7 @@ async def _run(
     on_output: Callable[[bytes], None] | None,
     started: StartedPty | None,
     receiver: SignalReceiver,
+    on_ctrl_t: Callable[[], None] | None,
 ) -> ChildExit:
     # Signals are caught before the terminal goes raw, so none can kill us with it left raw.
     with (
@@ -90,6 +95,7 @@ async def _run(
             on_output=guard.observe if on_output is None else _Tee(guard.observe, on_output),
             child_attrs=guard.saved_attrs,
             started=started,
+            on_ctrl_t=on_ctrl_t,
         )
         outcome: list[ChildExit] = []
         relay = _SignalRelay(session, JobControl(session, UserTerminal(guard, stdin_fd, stdout_fd)))

@@ -27,6 +27,8 @@ _DRAIN_MAX_S = 1.0  # ... and a grandchild still writing to the PTY cannot keep 
 _DRAIN_MAX_READS = 64  # a drain request moves at most this many reads (up to 4 MiB)
 _REAP_POLL_MS = 100  # exit polling interval where pidfd_open is unavailable
 _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
+# Ctrl-T as a terminal sends it: the plain byte, or the kitty keyboard protocol's sequence.
+CTRL_T = (b"\x14", b"\x1b[116;5u")
 
 
 class ChildProcess:
@@ -154,6 +156,7 @@ class Pump:
     """One poll() loop moving child output to stdout and stdin/`Inbox` input to the child.
 
     `run` returns the child's wait status once the child is reaped and its output drained.
+    `on_ctrl_t` (in the pump thread): Ctrl-T is happy's then, taken out of the input (`happy attach`).
     """
 
     def __init__(
@@ -163,10 +166,12 @@ class Pump:
         stdin_fd: int,
         stdout_fd: int,
         on_output: Callable[[bytes], None] | None,
+        on_ctrl_t: Callable[[], None] | None = None,
     ) -> None:
         self._child, self._inbox = child, inbox
         self._stdin_fd, self._stdout_fd = stdin_fd, stdout_fd
         self._on_output = on_output
+        self._on_ctrl_t = on_ctrl_t
         self._to_child = bytearray()
         self._master_open = True
         self._stdin_open = stdin_fd >= 0
@@ -297,10 +302,15 @@ class Pump:
             return
         except OSError:  # EIO: our terminal hung up; EBADF: there is no stdin
             data = b""
-        if data:
-            self._to_child += data
-        else:  # EOF: stop reading stdin, keep pumping output
+        if not data:  # EOF: stop reading stdin, keep pumping output
             self._stdin_open = False
+        elif self._on_ctrl_t is not None and any(key in data for key in CTRL_T):
+            for key in CTRL_T:  # happy's key, not Claude's
+                data = data.replace(key, b"")
+            self._to_child += data
+            self._on_ctrl_t()
+        else:
+            self._to_child += data
 
     def _read_inbox(self, wake_r: int) -> None:
         with contextlib.suppress(BlockingIOError):

@@ -71,12 +71,13 @@ class PtySession:
         child_attrs: TermAttrs | None = None,
         cancel_grace: float = 3.0,
         started: StartedPty | None = None,
+        on_ctrl_t: Callable[[], None] | None = None,
     ) -> None:
         """`dimensions` default to our terminal's size; `child_attrs` (the user's termios from
         before raw mode) are copied onto the child's PTY, as script(1) does, so that the erase
         character, IUTF8 and friends match the real terminal. `cancel_grace` is the stop() grace
         used when run() is cancelled. `started`: `argv` already runs (`start_pty`); run() takes
-        it over instead of spawning."""
+        it over instead of spawning. `on_ctrl_t`: the key is happy's (`Pump`), told on the loop."""
         if not argv:
             raise ValueError("argv must not be empty")
         self._argv = list(argv)
@@ -89,6 +90,7 @@ class PtySession:
         self._child_attrs = child_attrs
         self._cancel_grace = cancel_grace
         self._started = started
+        self._on_ctrl_t = on_ctrl_t
         self._inbox = Inbox()
         self._child: ChildProcess | None = None
         self._exited: anyio.Event | None = None
@@ -194,7 +196,8 @@ class PtySession:
         return child
 
     async def _pump_until_exit(self, child: ChildProcess) -> int:
-        pump = Pump(child, self._inbox, self._stdin_fd, self._stdout_fd, self._on_output)
+        on_key = None if self._on_ctrl_t is None else functools.partial(_call_from_thread, self._on_ctrl_t)
+        pump = Pump(child, self._inbox, self._stdin_fd, self._stdout_fd, self._on_output, on_key)
         try:
             return await anyio.to_thread.run_sync(self._pump_thread, pump, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
@@ -225,8 +228,12 @@ class PtySession:
 
 
 def _set_from_thread(event: anyio.Event) -> None:
+    _call_from_thread(event.set)
+
+
+def _call_from_thread(call: Callable[[], None]) -> None:
     with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits any more
-        anyio.from_thread.run_sync(event.set)
+        anyio.from_thread.run_sync(call)
 
 
 async def _wait_for(event: anyio.Event, seconds: float) -> bool:

@@ -38,7 +38,8 @@ _log = logging.getLogger(__name__)
 
 class SessionController:
     """One per run; `switching(to)` is called by the session loop at each hand-over, and
-    `check_continuity()` runs beside the loop. `transcript(id)`: Claude session id -> its file."""
+    `check_continuity()` runs beside the loop. `transcript(id)`: Claude session id -> its file.
+    `terminal`: whether the run has one (the facts say so: `happy attach` takes a run without)."""
 
     def __init__(
         self,
@@ -48,8 +49,10 @@ class SessionController:
         pid: int,
         transcript: Callable[[str], Path],
         clock: Clock = wall_clock_ms,
+        terminal: bool = True,
     ) -> None:
         self._ref = ref
+        self._terminal = terminal
         self._mode: ShownMode = mode
         self._pid = pid
         self._transcript = transcript
@@ -109,6 +112,7 @@ class SessionController:
             pid=self._pid,
             started_at=self._started_at,
             busy=front is not None and front.busy,
+            terminal=self._terminal,
         )
 
     def history(self, after_seq: int, limit: int) -> list[tuple[int, bytes]]:

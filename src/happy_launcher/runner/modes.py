@@ -38,10 +38,13 @@ class RunModes:
         return RemoteLauncher(self._cfg, resume=claude_session_id)
 
 
-async def run_controlled(ref: Run, launcher: Launcher, *, mode: ShownMode, cfg: RunConfig) -> LauncherExit:
+async def run_controlled(
+    ref: Run, launcher: Launcher, *, mode: ShownMode, cfg: RunConfig, switches: bool = True
+) -> LauncherExit:
     """The session loop from `launcher` (in `mode`; a headless run is local mode that cannot
     switch), served on the control socket meanwhile. The run's signals are caught from before
-    the socket is served until it is removed."""
+    the socket is served until it is removed. `switches` False: a switch ends the loop (`happy
+    attach` hands the session back to a run without a terminal, after this one)."""
     controller = make_controller(ref, cfg, mode=mode)
     first: Mode = "remote" if mode == "remote" else "local"
     stop = anyio.Event()
@@ -54,7 +57,11 @@ async def run_controlled(ref: Run, launcher: Launcher, *, mode: ShownMode, cfg: 
                 checks.start_soon(controller.check_continuity)
                 try:
                     exit = await run_session(
-                        ref, launcher, mode=first, modes=RunModes(cfg), switching=controller
+                        ref,
+                        launcher,
+                        mode=first,
+                        modes=RunModes(cfg) if switches else None,
+                        switching=controller,
                     )
                 finally:
                     checks.cancel_scope.cancel()
@@ -65,7 +72,8 @@ async def run_controlled(ref: Run, launcher: Launcher, *, mode: ShownMode, cfg: 
 
 def make_controller(ref: Run, cfg: RunConfig, *, mode: ShownMode) -> SessionController:
     transcript = functools.partial(transcript_path, cfg.env, cfg.cwd)
-    return SessionController(ref, mode=mode, pid=os.getpid(), transcript=transcript)
+    terminal = os.isatty(cfg.stdin_fd) and os.isatty(cfg.stdout_fd)
+    return SessionController(ref, mode=mode, pid=os.getpid(), transcript=transcript, terminal=terminal)
 
 
 async def serve_control(

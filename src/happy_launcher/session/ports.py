@@ -84,6 +84,7 @@ class SessionFacts:
     pid: int
     started_at: int  # ms since the epoch
     busy: bool  # a turn is running
+    terminal: bool = True  # False: a run without a terminal (the spawner's): `happy attach` takes it
 
 
 @dataclass(frozen=True, slots=True)
