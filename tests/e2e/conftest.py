@@ -15,7 +15,7 @@ import pytest
 from tests.support import happy_server as peer
 from tests.support.bridge_procs import stop_bridges
 from tests.support.claude_env import ClaudeEnv, make_claude_env
-from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Script, Text
+from tests.support.fake_anthropic import FakeAnthropic, RecordedRequest, Reply, Rule, Script, Text, ToolUse
 from tests.support.happy_account import HappyAccount
 from tests.support.happy_tui import HappyTui
 
@@ -33,6 +33,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def echo(req: RecordedRequest) -> Reply:
     return Reply([Text("Echo: " + req.last_user_text)])
+
+
+def bash_rules() -> list[Rule]:
+    """ "use bash" asks to write written.txt with Bash (a permission in default mode); its result
+    is answered "Done."."""
+    bash = ToolUse("Bash", {"command": "echo hi > written.txt", "description": "Write a file"})
+    return [
+        Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
+        Rule(name="after", tool_result="Bash", reply=Reply([Text("Done.")])),
+    ]
 
 
 @pytest.fixture

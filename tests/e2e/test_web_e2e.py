@@ -20,10 +20,10 @@ import pytest
 from happy_launcher.home.dirs import socket_path
 from happy_launcher.store.sessions import SessionStore
 from happy_launcher.web.devices import DeviceStore
-from tests.e2e.conftest import echo
+from tests.e2e.conftest import bash_rules, echo
 from tests.support.claude_env import ClaudeEnv
 from tests.support.control import wait_for_file
-from tests.support.fake_anthropic import Reply, Rule, Script, Text, ToolUse
+from tests.support.fake_anthropic import Script
 from tests.support.happy_tui import HappyTui, happy_executable
 from tests.support.web import WebServer, chromium
 
@@ -33,12 +33,7 @@ WAIT_MS = 30_000
 
 @pytest.fixture
 def script() -> Script:
-    bash = ToolUse("Bash", {"command": "echo hi > written.txt", "description": "Write a file"})
-    rules = [
-        Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
-        Rule(name="after", tool_result="Bash", reply=Reply([Text("Done.")])),
-    ]
-    return Script(rules, fallback=echo)
+    return Script(bash_rules(), fallback=echo)
 
 
 @pytest.fixture

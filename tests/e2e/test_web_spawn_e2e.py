@@ -21,9 +21,9 @@ from happy_launcher.control.sockets import live_sockets
 from happy_launcher.spawn.dirs import SpawnSettings, write_settings
 from happy_launcher.spawn.spawner import spawner_for
 from happy_launcher.store.sessions import SessionStore
-from tests.e2e.conftest import echo
+from tests.e2e.conftest import bash_rules, echo
 from tests.support.claude_env import ClaudeEnv
-from tests.support.fake_anthropic import FakeAnthropic, Reply, Rule, Script, Text, ToolUse
+from tests.support.fake_anthropic import FakeAnthropic, Script
 from tests.support.web import WebServer, chromium
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -46,12 +46,7 @@ RECORD_NOTIFICATIONS = """
 
 @pytest.fixture
 def script() -> Script:
-    bash = ToolUse("Bash", {"command": "echo hi > written.txt", "description": "Write a file"})
-    rules = [
-        Rule(name="bash", prompt="use bash", reply=Reply([Text("Running it."), bash])),
-        Rule(name="after", tool_result="Bash", reply=Reply([Text("Done.")])),
-    ]
-    return Script(rules, fallback=echo)
+    return Script(bash_rules(), fallback=echo)
 
 
 @pytest.fixture
