@@ -100,6 +100,12 @@ def install_sdk(spec: str, cache: Path) -> tuple[str, Path]:
             raise InstallError(f"could not make a venv at {venv}: {made.stderr.strip()[:300]}")
         site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
         Path(site.stdout.strip(), "happy-base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        # The e2e tests run the `happy` beside their python: this venv's, so remote mode uses its SDK.
+        happy = venv / "bin" / "happy"
+        happy.write_text(
+            f"#!{python}\nimport sys\nfrom happy_launcher.cli.main import main\nsys.exit(main())\n"
+        )
+        happy.chmod(0o755)
     requirement = SDK_PACKAGE if spec == "latest" else f"{SDK_PACKAGE}=={spec}"
     upgrade = ["--upgrade"] if spec == "latest" else []
     done = run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *upgrade,
