@@ -46,7 +46,11 @@ _PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")
 
 
 def find_claude_binary() -> Path:
-    """The Claude Code binary bundled in the ``claude-agent-sdk`` wheel."""
+    """The Claude Code binary the tests run: ``HAPPY_CLAUDE_PATH`` when set (scripts/drift points it
+    at another version), else the one bundled in the ``claude-agent-sdk`` wheel."""
+    override = os.environ.get("HAPPY_CLAUDE_PATH")
+    if override:
+        return Path(override)
     import claude_agent_sdk
 
     path = Path(claude_agent_sdk.__file__).resolve().parent / "_bundled" / "claude"
