@@ -109,7 +109,7 @@ def happy_server(happy_peer: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     stay apart; one that stops or restarts a server starts its own."""
     server = peer.start(happy_peer, tmp_path_factory.mktemp("happy-server"))
     yield server
-    peer.stop(server)
+    peer.discard(server)
 
 
 @pytest.fixture
