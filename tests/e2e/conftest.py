@@ -112,19 +112,21 @@ def happy_peer() -> Path:
     return peer.build()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def happy_server(happy_peer: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[peer.HappyServer]:
-    """A real Happy server on a free 127.0.0.1 port, its data in a fresh directory, per test module."""
+    """A real Happy server on a free 127.0.0.1 port, its data in a fresh directory, shared by the
+    whole run (a start is seconds and 550 MB): each test keeps to accounts of its own, so tests
+    stay apart; one that stops or restarts a server starts its own."""
     server = peer.start(happy_peer, tmp_path_factory.mktemp("happy-server"))
     yield server
-    peer.stop(server)
+    peer.discard(server)
 
 
 @pytest.fixture
 def account(
     happy_peer: Path, happy_server: peer.HappyServer, home: Path, tmp_path: Path
 ) -> Iterator[HappyAccount]:
-    """A fresh Happy account on the module's server, `home` logged in to it; the bridge that
+    """A fresh Happy account on the run's server, `home` logged in to it; the bridge that
     `happy claude` starts for `home` is stopped at the end."""
     happy = HappyAccount(happy_peer, happy_server, tmp_path / "account")
     happy.log_in(home)

@@ -82,7 +82,7 @@ def server(happy_peer: Path, tmp_path: Path) -> Iterator[list[peer.HappyServer]]
     """This test's own server (it stops and restarts it): the one running is the last."""
     servers = [peer.start(happy_peer, tmp_path / "server-data")]
     yield servers
-    peer.stop(servers[-1])
+    peer.discard(servers[-1])
 
 
 def texts(envelopes: list[Any]) -> list[str]:

@@ -99,7 +99,7 @@ def test_sessions_go_out_and_catch_up_after_the_server_restarts(
         for text in ("first prompt", "Echo: first prompt", "second prompt", "Echo: second prompt"):
             assert text in history
     finally:
-        peer.stop(server)
+        peer.discard(server)
 
 
 async def run_bridge(

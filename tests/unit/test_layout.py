@@ -50,6 +50,7 @@ def test_the_check_sees_a_starter(tmp_path: Path) -> None:
 
 def test_every_e2e_test_is_marked() -> None:
     collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-m", "not e2e", str(TESTS / "e2e")]
+    collect += ["-n", "0"]  # in this process: no xdist workers to start for a collection
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *collect],
         cwd=TESTS.parent,

@@ -115,6 +115,20 @@ def test_missing_registry(tmp_path: Path) -> None:
         json.dumps({"pid": ME, "sessionId": S, "pad": "x" * 100_000}).encode(),  # far bigger than any entry
         b"\xff\xfe garbage",
     ],
+    ids=[  # not the content: it holds this process's pid, and each xdist worker must collect the same ids
+        "not-json",
+        "empty",
+        "a-list",
+        "a-string",
+        "no-pid",
+        "pid-as-text",
+        "pid-as-bool",
+        "negative-pid",
+        "no-session-id",
+        "session-id-not-text",
+        "oversized",
+        "not-utf8",
+    ],
 )
 def test_malformed_entries_are_skipped_with_a_debug_log(
     tmp_path: Path, content: bytes, caplog: pytest.LogCaptureFixture
