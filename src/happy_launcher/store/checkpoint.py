@@ -2,12 +2,15 @@
 
 SQLite's automatic checkpoint runs inside a commit, once the WAL passes 1000 pages (every ~170
 envelope commits): three `fdatasync`s, 17-24 ms (over 100 ms on a busy disk) added to the
-envelope that happens to trigger it. The store turns it off on its writing connection and this
-thread checkpoints instead, on its own connection: PASSIVE, so it never waits for (or blocks) the
+envelope that happens to trigger it. The store raises that threshold to `WAL_BURST` (16 MB) on
+its writing connection and this thread checkpoints instead, on its own connection: PASSIVE, so it never waits for (or blocks) the
 writer, and sqlite3 releases the GIL meanwhile. It waits until the store has been idle for a
 moment: a checkpoint's `fdatasync`s still hold up the writer's next commit on the same disk
 (by 30-60 ms, measured while a 100 MB history streams), so they are kept out of bursts of
-commits, except once per `max_delay` while commits never pause. A commit is durable (against a
+commits, except once per `max_delay` while commits never pause. But a PASSIVE checkpoint
+beside a writer that never pauses never catches up, and the WAL only starts over once one has:
+the in-line checkpoint past `WAL_BURST`, run by the writer between two of its own commits, is
+what does (a replayed 780 MB transcript grew the WAL to 10 GB without it). A commit is durable (against a
 crash of happy) as soon as it is in the WAL: checkpoints only keep the WAL from growing.
 """
 

@@ -32,7 +32,8 @@ from happy_launcher.store.schema import (
 )
 
 DB_NAME = "sessions.db"
-_WAL_SIZE_LIMIT = 64 << 20
+WAL_SIZE_LIMIT = 64 << 20  # bytes: the most the WAL may hold (a test asserts it)
+WAL_BURST = 16 << 20  # bytes of WAL after which a commit checkpoints in line
 _LOG = logging.getLogger("happy_launcher.store")
 
 
@@ -104,9 +105,12 @@ class SessionStore(ResumeStore, HappyLinkStore):
                 _LOG.warning("session store %s runs in %s journal mode, not WAL", self.path, mode)
             self._wal = mode == "wal"
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint.py
+            # In line only past WAL_BURST (see checkpoint.py): what keeps the WAL bounded while
+            # commits never pause, as the background checkpoints wait for a pause.
+            (page,) = conn.execute("PRAGMA page_size").fetchone()
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BURST // page}")
             # A WAL grown by a burst (a 100 MB history sent) shrinks back once checkpointed.
-            conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         # Only a migration takes the write lock, so opening never waits for a busy writer.
         if version != SCHEMA_VERSION:
