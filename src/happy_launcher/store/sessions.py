@@ -19,7 +19,7 @@ from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.home.dirs import HOME_ENV, ensure_home
 from happy_launcher.home.procs import ProcessId
 from happy_launcher.protocol import Envelope, parse_envelope
-from happy_launcher.store.checkpoint import CHECKPOINT_IDLE
+from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, WAL_BURST
 from happy_launcher.store.happy_links import HappyLinkStore
 from happy_launcher.store.resume import Delivered, ResumeStore
 from happy_launcher.store.schema import (
@@ -32,8 +32,6 @@ from happy_launcher.store.schema import (
 )
 
 DB_NAME = "sessions.db"
-WAL_SIZE_LIMIT = 64 << 20  # bytes: the most the WAL may hold (a test asserts it)
-WAL_BURST = 16 << 20  # bytes of WAL after which a commit checkpoints in line
 _LOG = logging.getLogger("happy_launcher.store")
 
 
@@ -110,7 +108,7 @@ class SessionStore(ResumeStore, HappyLinkStore):
             (page,) = conn.execute("PRAGMA page_size").fetchone()
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BURST // page}")
             # A WAL grown by a burst (a 100 MB history sent) shrinks back once checkpointed.
-            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_BURST}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         # Only a migration takes the write lock, so opening never waits for a busy writer.
         if version != SCHEMA_VERSION:
