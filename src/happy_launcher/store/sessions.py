@@ -331,6 +331,23 @@ class SessionStore(ResumeStore, HappyLinkStore):
             )
             return [(seq, bytes(body)) for seq, body in rows]
 
+    def raw_envelopes_before(self, session_id: str, before_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        """The `limit` envelopes just before `before_seq`, in seq order (a window read backwards)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT seq, body FROM envelopes WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+                (session_id, before_seq, limit),
+            ).fetchall()
+        return [(seq, bytes(body)) for seq, body in reversed(rows)]
+
+    def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last envelope (0: none yet)."""
+        with self._read() as conn:
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM envelopes WHERE session = ?", (session_id,)
+            ).fetchone()
+        return int(last)
+
     def envelopes(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[tuple[int, Envelope]]:
