@@ -4,7 +4,9 @@ directly, in batches, as an ended session; typical turns: see web.py's `history`
 `happy watch --from-start --json` of it and of a 1,000-envelope session in the same store,
 alternating, --rounds times: command start -> first line, -> last line, and the process's peak
 RSS; beside them the floor, `happy --version` (the CLI's start-up). Also the WAL's largest size
-while the store was built (one burst of commits, a reader of the store beside it)."""
+while the store was built (one burst of commits, a reader of the store beside it). With --page,
+the web page on each session (Chromium under Playwright, over the real `happy web`): page load
+-> first transcript paint, the JS heap and the transcript's DOM nodes once the window is shown."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.store.sessions import DB_NAME, SessionStore
 from scripts.bench.web import history
+from tests.support.web import WebServer, chromium, pair
 
 SESSION, SHORT = "hs-long", "hs-short"
 BATCH = 2000  # envelopes per commit while building
@@ -70,10 +73,37 @@ def watch(home: Path, *argv: str) -> tuple[float, float, int, int]:
     return (first - start) * 1000, (last - start) * 1000, lines, usage.ru_maxrss
 
 
+def page(home: Path, rounds: int) -> dict[str, list[tuple[float, float, int]]]:
+    """Per session: (ms to first paint, JS heap MB, transcript DOM nodes) of each page load."""
+    got: dict[str, list[tuple[float, float, int]]] = {SESSION: [], SHORT: []}
+    web = WebServer(home)
+    try:
+        token = pair(web)
+        with chromium() as browser:
+            context = browser.new_context(viewport={"width": 390, "height": 844})
+            context.add_init_script(f"localStorage.setItem('happy.token', {token!r})")
+            tab = context.new_page()
+            cdp = context.new_cdp_session(tab)
+            for _ in range(rounds):
+                for session in got:
+                    tab.goto("about:blank")
+                    tab.goto(f"{web.base}/#s={session}")
+                    tab.wait_for_function("() => window.happy.seqs.length >= 300", timeout=60_000)
+                    heap = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
+                    nodes = tab.evaluate(
+                        "document.getElementById('transcript').getElementsByTagName('*').length"
+                    )
+                    got[session].append((tab.evaluate("window.happy.firstPaint"), heap, nodes))
+    finally:
+        web.kill()
+    return got
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--envelopes", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--page", action="store_true", help="also the web page on each session")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -104,6 +134,19 @@ def main() -> None:
             f"RSS {floor_rss / 1024:.0f} MB (targets: first line <= 100 ms beyond the floor, RSS <= 60 MB); "
             f"load {os.getloadavg()[0]:.1f}"
         )
+        if args.page:
+            loads = {
+                name: [statistics.median(c) for c in zip(*got, strict=True)]
+                for name, got in page(home, args.rounds).items()
+            }
+            (paint, heap, nodes), (short_paint, short_heap, short_nodes) = loads.values()
+            print(
+                f"page, medians of n={args.rounds} loads: {args.envelopes} envelopes: first paint "
+                f"{paint:.0f} ms, JS heap {heap:.1f} MB, {nodes:.0f} transcript nodes; 1,000 envelopes: "
+                f"{short_paint:.0f} ms, "
+                f"{short_heap:.1f} MB, {short_nodes:.0f} nodes (target: first paint <= 500 ms); "
+                f"load {os.getloadavg()[0]:.1f}"
+            )
 
 
 if __name__ == "__main__":
