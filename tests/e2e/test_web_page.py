@@ -27,6 +27,7 @@ from happy_launcher.protocol import (
     ToolCallEndEv,
     ToolCallStartEv,
     ToolStatus,
+    TurnEndEv,
     TurnStartEv,
 )
 from happy_launcher.store.sessions import SessionStore
@@ -229,3 +230,42 @@ def test_an_ended_session_can_be_hidden_and_shown_again(listing: Any, home: Path
         store.close()
     listing.wait_for_selector("#sessions li[data-id=hs-done] .badge.running", timeout=WAIT_MS)
     assert listing.locator("#hidden-group").is_hidden()
+
+
+def test_a_long_history_opens_on_its_newest_envelopes_and_loads_earlier_ones(
+    listing: Any, server: WebServer, home: Path
+) -> None:
+    """200 turns: the page shows the newest 300 envelopes (the window's edge falls inside a tool
+    call), and "Load earlier" brings the rest back a page at a time, each envelope once, the
+    tool call cut by the edge ended and no turn left "working…"."""
+    make = EnvelopeFactory(SequentialIds("lh"))
+    made: list[Envelope] = []
+    for n in range(200):
+        call, turn_id = f"call{n}", f"turn{n}"
+        events: list[Event] = [
+            TurnStartEv(),
+            ToolCallStartEv(call=call, name="Bash", title=f"Step {n}", description="", args={}),
+            ToolCallEndEv(call=call),
+            TextEv(text=f"done with step {n}"),
+            TurnEndEv(status="completed"),
+        ]
+        made += [make.agent(ev, turn=turn_id, time=1_700_000_000_000) for ev in events]
+    made += [make.user_text(f"after {n}", 1_700_000_000_000) for n in range(2)]  # 1002: seq 703 ends call140
+    with SessionStore.open(home) as store:
+        store.create_session("hs-long", cwd="/work/project", started_at=1, status="completed")
+        store.append_envelopes("hs-long", made)
+    listing.goto(f"{server.base}/#s=hs-long")
+    listing.wait_for_function("() => window.happy.seqs.length >= 300", timeout=WAIT_MS)
+    assert listing.evaluate("window.happy.seqs") == list(range(703, 1003))
+    assert listing.locator("#transcript [data-seq]").count() <= 300
+    for _ in range(4):  # 403-702, 103-402, 1-102, and the button is gone
+        if listing.locator("#earlier").count() == 0:
+            break
+        shown = listing.evaluate("window.happy.earlier.length")
+        listing.click("#earlier")
+        listing.wait_for_function(f"() => window.happy.earlier.length > {shown}", timeout=WAIT_MS)
+    assert listing.locator("#earlier").count() == 0
+    earlier = listing.evaluate("window.happy.earlier")
+    assert sorted(earlier) == list(range(1, 703)) and len(earlier) == 702
+    assert listing.locator('[data-seq="702"]').get_attribute("class") == "tool done"
+    assert listing.locator(".turn-status", has_text="working").count() == 0

@@ -2,13 +2,18 @@
 
 SQLite's automatic checkpoint runs inside a commit, once the WAL passes 1000 pages (every ~170
 envelope commits): three `fdatasync`s, 17-24 ms (over 100 ms on a busy disk) added to the
-envelope that happens to trigger it. The store turns it off on its writing connection and this
-thread checkpoints instead, on its own connection: PASSIVE, so it never waits for (or blocks) the
-writer, and sqlite3 releases the GIL meanwhile. It waits until the store has been idle for a
-moment: a checkpoint's `fdatasync`s still hold up the writer's next commit on the same disk
-(by 30-60 ms, measured while a 100 MB history streams), so they are kept out of bursts of
-commits, except once per `max_delay` while commits never pause. A commit is durable (against a
-crash of happy) as soon as it is in the WAL: checkpoints only keep the WAL from growing.
+envelope that happens to trigger it. The store raises that threshold to `WAL_BURST` (16 MB) on
+its writing connection and this thread checkpoints instead, on its own connection: PASSIVE,
+so it never waits for (or blocks) the writer, and sqlite3 releases the GIL meanwhile. It waits
+until the store has been idle for a moment: a checkpoint's `fdatasync`s still hold up the
+writer's next commit on the same disk (by 30-60 ms, measured while a 100 MB history streams),
+so they are kept out of bursts of commits, except once per `max_delay` while commits never
+pause. But a PASSIVE checkpoint beside a writer that never pauses never catches up, and the
+WAL only starts over once one has: the in-line one past `WAL_BURST`, run by the writer between
+two of its own commits, does (a replayed 780 MB transcript grew the WAL to 10 GB without it).
+Readers beside the burst can still keep those from completing; past `WAL_RESTART_AT` the
+writer waits for them (`restart_if_grown`). A commit is durable (against a crash of happy) as
+soon as it is in the WAL: checkpoints only keep the WAL from growing.
 """
 
 from __future__ import annotations
@@ -21,7 +26,29 @@ from pathlib import Path
 
 CHECKPOINT_IDLE = 1.0  # seconds without a commit before a checkpoint
 CHECKPOINT_MAX_DELAY = 10.0  # ... or this long after the first commit not yet checkpointed
+WAL_SIZE_LIMIT = 64 << 20  # bytes: the most the WAL may hold (tests/unit/store/test_wal_bound.py)
+WAL_BURST = 16 << 20  # bytes of WAL past which a commit checkpoints in line (PASSIVE)
+WAL_RESTART_AT = 32 << 20  # ... and past which it waits for readers and restarts the WAL
+RESTART_WAIT_MS = 100  # the longest a commit waits for readers so (a reader reads in pages)
 _LOG = logging.getLogger("happy_launcher.store")
+
+
+def restart_if_grown(conn: sqlite3.Connection, wal: Path, busy_timeout: float) -> None:
+    """After a commit on the writing connection `conn`: when passive checkpoints have not kept
+    the WAL under `WAL_RESTART_AT` (readers kept them from completing), a RESTART checkpoint:
+    it waits for the readers (at most `RESTART_WAIT_MS`) and the next commit starts the WAL
+    over (and truncates it to `journal_size_limit`). Its failure is only logged: the commit
+    before it stands."""
+    try:
+        if wal.stat().st_size <= WAL_RESTART_AT:
+            return
+        conn.execute(f"PRAGMA busy_timeout = {RESTART_WAIT_MS}")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    except (OSError, sqlite3.Error) as exc:
+        _LOG.warning("%s: the WAL could not be restarted (%s); retried after the next commit", wal, exc)
 
 
 class Checkpointer:

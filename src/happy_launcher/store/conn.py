@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Self
 
 from happy_launcher.errors import StoreError
-from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, Checkpointer
+from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, Checkpointer, restart_if_grown
 from happy_launcher.store.schema import store_error
 
 
@@ -32,6 +32,7 @@ class StoreConnection:
         self._busy_timeout = busy_timeout
         self._checkpoint_idle = checkpoint_idle
         self._wal = False  # set once the journal mode is known: checkpoints are for WAL only
+        self._wal_path = path.with_name(path.name + "-wal")
         self.checkpointer: Checkpointer | None = None  # started by the first write
         self._next_seq: dict[str, int] = {}  # per session, after this connection's last commit
 
@@ -77,7 +78,7 @@ class StoreConnection:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
-                self._committed()
+                self._committed(conn)
             except BaseException as exc:
                 if conn.in_transaction:
                     with suppress(sqlite3.Error):  # the original error is the one to report
@@ -86,13 +87,14 @@ class StoreConnection:
                     raise store_error(self.path, exc) from exc
                 raise
 
-    def _committed(self) -> None:
+    def _committed(self, conn: sqlite3.Connection) -> None:
         if self._wal:
             if self.checkpointer is None:
                 self.checkpointer = Checkpointer(
                     self.path, idle=self._checkpoint_idle, busy_timeout=self._busy_timeout
                 )
             self.checkpointer.poke()
+            restart_if_grown(conn, self._wal_path, self._busy_timeout)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -19,7 +19,7 @@ from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.home.dirs import HOME_ENV, ensure_home
 from happy_launcher.home.procs import ProcessId
 from happy_launcher.protocol import Envelope, parse_envelope
-from happy_launcher.store.checkpoint import CHECKPOINT_IDLE
+from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, WAL_BURST
 from happy_launcher.store.happy_links import HappyLinkStore
 from happy_launcher.store.resume import Delivered, ResumeStore
 from happy_launcher.store.schema import (
@@ -32,7 +32,6 @@ from happy_launcher.store.schema import (
 )
 
 DB_NAME = "sessions.db"
-_WAL_SIZE_LIMIT = 64 << 20
 _LOG = logging.getLogger("happy_launcher.store")
 
 
@@ -104,9 +103,12 @@ class SessionStore(ResumeStore, HappyLinkStore):
                 _LOG.warning("session store %s runs in %s journal mode, not WAL", self.path, mode)
             self._wal = mode == "wal"
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint.py
+            # In line only past WAL_BURST (see checkpoint.py): what keeps the WAL bounded while
+            # commits never pause, as the background checkpoints wait for a pause.
+            (page,) = conn.execute("PRAGMA page_size").fetchone()
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BURST // page}")
             # A WAL grown by a burst (a 100 MB history sent) shrinks back once checkpointed.
-            conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_BURST}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         # Only a migration takes the write lock, so opening never waits for a busy writer.
         if version != SCHEMA_VERSION:
@@ -328,6 +330,23 @@ class SessionStore(ResumeStore, HappyLinkStore):
                 (session_id, after_seq, -1 if limit is None else limit),
             )
             return [(seq, bytes(body)) for seq, body in rows]
+
+    def raw_envelopes_before(self, session_id: str, before_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        """The `limit` envelopes just before `before_seq`, in seq order (a window read backwards)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT seq, body FROM envelopes WHERE session = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+                (session_id, before_seq, limit),
+            ).fetchall()
+        return [(seq, bytes(body)) for seq, body in reversed(rows)]
+
+    def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last envelope (0: none yet)."""
+        with self._read() as conn:
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM envelopes WHERE session = ?", (session_id,)
+            ).fetchone()
+        return int(last)
 
     def envelopes(
         self, session_id: str, after_seq: int = 0, limit: int | None = None

@@ -29,6 +29,7 @@ from happy_launcher.web.body_limit import BodyLimit
 from happy_launcher.web.commands import Commands, parse
 from happy_launcher.web.devices import Device, DeviceStore
 from happy_launcher.web.hidden import HiddenSessions
+from happy_launcher.web.history import MAX_PAGE, earlier, window_start
 from happy_launcher.web.notify import PageAttention
 from happy_launcher.web.spawning import Starter, choices, parse_new, parse_options, resume, start
 from happy_launcher.web.sse import SseResponse
@@ -181,14 +182,36 @@ async def stream(request: Request) -> Response:
         return view
     try:
         after = max(0, int(request.headers.get("last-event-id") or 0))
+        tail = max(0, int(request.query_params.get("tail") or 0))
     except ValueError:
-        return _error(400, "bad Last-Event-ID")
+        return _error(400, "bad Last-Event-ID or tail")
     state = _state(request)
+    if after == 0 and tail and view.happy_id is not None:  # a first look: the newest `tail` only
+        after = await anyio.to_thread.run_sync(window_start, state.home, view.happy_id, tail)
     attention = await _attention(state, view)
     return SseResponse(
         lambda emit: session_events(state.home, view, after, emit, attention),
         still_allowed=lambda: state.devices.verify_id(device.id),
     )
+
+
+async def envelopes(request: Request) -> Response:
+    """`?before=<seq>&limit=<n>`: the envelopes just before `before`, for the page's window."""
+    device = _guard(request, post=False)
+    if isinstance(device, Response):
+        return device
+    view = await _session(request)
+    if isinstance(view, Response):
+        return view
+    try:
+        before = int(request.query_params["before"])
+        limit = max(1, int(request.query_params.get("limit") or MAX_PAGE))
+    except (KeyError, ValueError):
+        return _error(400, "give before=<seq> (and limit=<n>)")
+    if view.happy_id is None:
+        return Response(b'{"envelopes":[]}', media_type="application/json")
+    body = await anyio.to_thread.run_sync(earlier, _state(request).home, view.happy_id, before, limit)
+    return Response(body, media_type="application/json")
 
 
 async def _attention(state: WebState, view: SessionView) -> PageAttention:
@@ -287,6 +310,7 @@ def make_app(state: WebState) -> Starlette:
         Route("/api/pair/new", pair_new, methods=["POST"]),
         Route("/api/sessions", sessions),
         Route("/api/sessions/{session}/stream", stream, methods=["POST"]),
+        Route("/api/sessions/{session}/envelopes", envelopes),
         Route("/api/sessions/{session}/command", command, methods=["POST"]),
         Route("/api/sessions/{session}/hidden", visibility, methods=["POST"]),
         Route("/api/sessions/{session}/resume", resume_session, methods=["POST"]),

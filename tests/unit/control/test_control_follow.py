@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from happy_launcher.control import follow as control_follow
 from happy_launcher.control.client import EnvelopeBytes
 from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.fake import FakeController
@@ -95,3 +96,19 @@ async def test_an_ended_session_is_its_history_from_the_store(tmp_path: Path) ->
         async with aclosing(follow(tmp_path, view(None), 0)) as followed:
             got = [item async for item in followed]
     assert seqs(got) == [1, 2]
+
+
+@pytest.mark.parametrize("count", [6, 7])  # the last page full, or not
+async def test_an_ended_session_is_read_in_pages_with_nothing_lost_or_doubled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    monkeypatch.setattr(control_follow, "STORE_PAGE", 3)
+    made = Envelopes().make(count)
+    with SessionStore.open(tmp_path) as store:
+        store.create_session("hs-alpha", cwd="/work/project", started_at=0)
+        store.append_envelopes("hs-alpha", made)
+    with anyio.fail_after(BOUND):
+        async with aclosing(follow(tmp_path, view(None), 1)) as followed:
+            got = [item async for item in followed]
+    assert seqs(got) == list(range(2, count + 1))
+    assert [item.body for item in got if isinstance(item, EnvelopeBytes)] == [e.to_json() for e in made[1:]]

@@ -349,8 +349,9 @@ def big_batches(factory: EnvelopeFactory, count: int) -> list[list[Envelope]]:
 
 
 def test_commits_never_checkpoint_in_line(tmp_path: Path, factory: EnvelopeFactory) -> None:
-    """SQLite's auto-checkpoint (three fdatasyncs inside a commit) is off: with the background
-    checkpointer waiting for the store to be idle, the WAL passes 1000 pages unchecked."""
+    """SQLite's auto-checkpoint (three fdatasyncs inside a commit) waits for a burst (16 MB):
+    with the background checkpointer waiting for the store to be idle, the WAL passes SQLite's
+    default of 1000 pages unchecked."""
     store = SessionStore.open(tmp_path / "home", checkpoint_idle=3600)
     store.create_session("s1", cwd="/w", started_at=1)
     for batch in big_batches(factory, 1500):

@@ -368,3 +368,36 @@ def test_the_list_names_each_session_and_an_ended_one_can_be_hidden(server: WebS
         assert listed()["hs-old"] == ("Fix the flaky test …", "completed", False)
     finally:
         store.close()
+
+
+def test_a_long_history_opens_on_its_newest_envelopes_and_pages_back(server: WebServer, home: Path) -> None:
+    """The page's window: `?tail=3` starts the stream at the newest three; `envelopes?before=`
+    pages back from there by keyset, each envelope exactly as stored, none twice, none lost."""
+    made = Envelopes().make(10)
+    with SessionStore.open(home) as store:
+        store.create_session("hs-long", cwd="/work/project", started_at=1, status="completed")
+        store.append_envelopes("hs-long", made)
+    token = pair(server)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    origin = f"http://127.0.0.1:{server.port}"
+    headers = {"host": f"127.0.0.1:{server.port}", "origin": origin, "authorization": f"Bearer {token}"}
+    conn.request("POST", "/api/sessions/hs-long/stream?tail=3", headers=headers)
+    got = frames(conn.getresponse(), 4)
+    conn.close()
+    assert [(event, seq) for event, seq, _ in got] == [
+        ("envelope", "8"),
+        ("envelope", "9"),
+        ("envelope", "10"),
+        ("end", None),
+    ]
+    pages, before = [], 8
+    while page := request(
+        server, f"/api/sessions/hs-long/envelopes?before={before}&limit=4", token=token
+    ).json()["envelopes"]:
+        pages.append([seq for seq, _ in page])
+        assert page == [[seq, orjson.loads(made[seq - 1].to_json())] for seq, _ in page]
+        before = page[0][0]
+    assert pages == [[4, 5, 6, 7], [1, 2, 3]]
+    bad = request(server, "/api/sessions/hs-long/envelopes?before=x", token=token)
+    assert bad.status == 400
+    assert request(server, "/api/sessions/hs-long/envelopes?before=5").status == 401

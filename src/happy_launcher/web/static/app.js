@@ -67,7 +67,11 @@ function open(id) {
   S.turns.clear();
   S.tools.clear();
   S.subagents.clear();
+  S.earliest = 0;
+  S.ends.clear();
+  S.turnEnds.clear();
   window.happy.seqs = [];
+  window.happy.earlier = [];
   $("transcript").replaceChildren();
   $("s-error").hidden = true;
   renderPerms();

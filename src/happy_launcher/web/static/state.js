@@ -23,10 +23,13 @@ export const S = {
   turns: new Map(),
   tools: new Map(),
   subagents: new Map(),
+  earliest: 0, // the seq of the oldest envelope shown (1: the whole history is)
+  ends: new Map(), // tool call -> how it ended, for an end whose start is not shown (yet)
+  turnEnds: new Map(), // turn -> how it ended
   told: new Set(), // attention keys already told (web/notify.py)
 };
 // For the tests and benchmarks: seqs in render order, and when each was rendered.
-window.happy = { seqs: [], rendered: [], firstPaint: null };
+window.happy = { seqs: [], rendered: [], firstPaint: null, earlier: [] };
 
 export function el(tag, cls, text) {
   const node = document.createElement(tag);

@@ -6,6 +6,7 @@ import { showHeader } from "./list.js";
 import { renderPerms } from "./perms.js";
 import { flush } from "./transcript.js";
 import { tell } from "./notify.js";
+import { WINDOW, showEarlier } from "./earlier.js";
 
 export function stopStream() {
   S.gen++;
@@ -50,7 +51,8 @@ export async function follow(id) {
 // Resolves true once the session has ended (`end` frame), false if the stream broke.
 async function readStream(id, gen) {
   S.ctl = new AbortController();
-  const res = await api(`/api/sessions/${encodeURIComponent(id)}/stream`, {
+  const tail = S.lastSeq === 0 ? `?tail=${WINDOW}` : ""; // a first look: the newest envelopes only
+  const res = await api(`/api/sessions/${encodeURIComponent(id)}/stream${tail}`, {
     method: "POST",
     headers: { "last-event-id": String(S.lastSeq) },
     signal: S.ctl.signal,
@@ -94,6 +96,7 @@ function onFrame(block) {
   if (event === "envelope") {
     if (id > S.lastSeq) { // never twice, whatever a reconnect replays
       S.lastSeq = id;
+      if (!S.earliest) { S.earliest = id; showEarlier(); }
       S.queue.push([id, body]);
       if (!S.flushing) { S.flushing = true; requestAnimationFrame(flush); }
     }

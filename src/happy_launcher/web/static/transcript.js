@@ -1,9 +1,14 @@
-// The transcript: envelopes rendered in batches, one animation frame at a time.
+// The transcript: envelopes rendered in batches, one animation frame at a time. A view is where
+// envelopes go: the live one (the transcript's end), or a block of earlier ones (earlier.js).
 import { $, S, el } from "./state.js";
 import { markdown } from "./markdown.js";
 
 // How a tool call ended (`tool-call-end.status`, absent when it succeeded).
 const TOOL_ENDS = { failed: "failed", denied: "denied", cancelled: "cancelled" };
+
+export function liveView() {
+  return { root: $("transcript"), turns: S.turns, tools: S.tools, subagents: S.subagents };
+}
 
 export function flush() {
   S.flushing = false;
@@ -11,8 +16,9 @@ export function flush() {
   const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   const batch = S.queue;
   S.queue = [];
+  const view = liveView();
   for (const [seq, env] of batch) {
-    try { render(seq, env); } catch (e) { console.error("envelope", seq, e); }
+    try { render(seq, env, view); } catch (e) { console.error("envelope", seq, e); }
     window.happy.seqs.push(seq);
   }
   if (stick) box.scrollTop = box.scrollHeight;
@@ -22,29 +28,29 @@ export function flush() {
   if (window.happy.firstPaint === null && batch.length) window.happy.firstPaint = performance.now();
 }
 
-function container(env) {
+function container(env, view) {
   if (env.subagent) {
-    let sub = S.subagents.get(env.subagent);
+    let sub = view.subagents.get(env.subagent);
     if (!sub) {
       sub = el("details", "subagent");
       sub.open = true;
       sub.append(el("summary", "", "Subagent"), el("div", "body"));
-      put(containerOf(env.turn), sub);
-      S.subagents.set(env.subagent, sub);
+      put(containerOf(env.turn, view), sub);
+      view.subagents.set(env.subagent, sub);
     }
     return sub;
   }
-  return containerOf(env.turn);
+  return containerOf(env.turn, view);
 }
 
-function containerOf(turn) {
-  if (!turn) return $("transcript");
-  let box = S.turns.get(turn);
+function containerOf(turn, view) {
+  if (!turn) return view.root;
+  let box = view.turns.get(turn);
   if (!box) {
     box = el("div", "turn");
     box.append(el("div", "turn-status", "working…"));
-    $("transcript").append(box);
-    S.turns.set(turn, box);
+    view.root.append(box);
+    view.turns.set(turn, box);
   }
   return box;
 }
@@ -56,9 +62,15 @@ function put(parent, node) {
   else parent.append(node);
 }
 
-function render(seq, env) {
+function toolEnded(tool, status) {
+  const end = TOOL_ENDS[status] || "done";
+  tool.classList.add(end);
+  tool.querySelector(".status").textContent = end;
+}
+
+export function render(seq, env, view) {
   const ev = env.ev;
-  const parent = container(env);
+  const parent = container(env, view);
   let node = null;
   switch (ev.t) {
     case "text":
@@ -82,13 +94,14 @@ function render(seq, env) {
       summary.append(el("span", "status", "running"), el("b", "", ev.title || ev.name));
       node.append(summary, el("pre", "", JSON.stringify(ev.args, null, 2)));
       node.dataset.tool = ev.name;
-      S.tools.set(ev.call, node);
+      view.tools.set(ev.call, node);
+      if (S.ends.has(ev.call)) toolEnded(node, S.ends.get(ev.call));
       break;
     }
     case "tool-call-end": {
-      const tool = S.tools.get(ev.call);
-      const end = TOOL_ENDS[ev.status] || "done";
-      if (tool) { tool.classList.add(end); tool.querySelector(".status").textContent = end; }
+      const tool = view.tools.get(ev.call);
+      if (tool) toolEnded(tool, ev.status);
+      else S.ends.set(ev.call, ev.status);
       return;
     }
     case "file":
@@ -97,7 +110,8 @@ function render(seq, env) {
     case "turn-start":
       return; // the turn's box is made by container()
     case "turn-end": {
-      const status = S.turns.get(env.turn)?.querySelector(".turn-status");
+      S.turnEnds.set(env.turn, ev.status);
+      const status = view.turns.get(env.turn)?.querySelector(".turn-status");
       if (status) { status.textContent = `turn ${ev.status}`; status.className = `turn-status ${ev.status}`; }
       return;
     }

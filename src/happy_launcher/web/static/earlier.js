@@ -1,0 +1,57 @@
+// Older envelopes on demand: the stream starts with the newest WINDOW envelopes, so a long
+// session opens as fast as a short one and the DOM holds what was asked for, not the history;
+// "Load earlier" fetches the page before the oldest shown (web/history.py) into a block at the top.
+import { $, S, el } from "./state.js";
+import { api } from "./api.js";
+import { render } from "./transcript.js";
+
+export const WINDOW = 300; // envelopes shown first, and fetched per "Load earlier"
+
+export function showEarlier() {
+  let button = $("earlier");
+  if (S.earliest <= 1) {
+    if (button) button.remove();
+    return;
+  }
+  if (!button) {
+    button = el("button", "quiet earlier", "Load earlier");
+    button.id = "earlier";
+    button.type = "button";
+    button.addEventListener("click", loadEarlier);
+    $("transcript").prepend(button);
+  }
+}
+
+async function loadEarlier() {
+  const id = S.current, before = S.earliest, button = $("earlier");
+  button.disabled = true;
+  try {
+    const res = await api(`/api/sessions/${encodeURIComponent(id)}/envelopes?before=${before}&limit=${WINDOW}`);
+    if (!res.ok || id !== S.current || before !== S.earliest) return; // another session, or asked twice
+    const { envelopes } = await res.json();
+    prepend(envelopes);
+    S.earliest = envelopes.length ? envelopes[0][0] : 1;
+  } finally {
+    button.disabled = false;
+    showEarlier();
+  }
+}
+
+function prepend(envelopes) {
+  const box = $("transcript");
+  const fromBottom = box.scrollHeight - box.scrollTop; // the reader's place stays put
+  const block = el("div", "earlier-block");
+  const view = { root: block, turns: new Map(), tools: new Map(), subagents: new Map() };
+  for (const [seq, env] of envelopes) {
+    try { render(seq, env, view); } catch (e) { console.error("envelope", seq, e); }
+    window.happy.earlier.push(seq);
+  }
+  // A turn that goes on below this block has its status line there, not here.
+  for (const [turn, turnBox] of view.turns) {
+    const status = turnBox.lastElementChild;
+    const working = status.textContent === "working…";
+    if (working && (S.turns.has(turn) || S.turnEnds.has(turn))) status.remove();
+  }
+  $("earlier").after(block);
+  box.scrollTop = box.scrollHeight - fromBottom;
+}
