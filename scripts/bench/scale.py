@@ -82,7 +82,7 @@ def session_lines(golden: list[bytes], session: int, count: int) -> list[tuple[s
         suffix = b"%04x%04x" % (session, copy)
         copy += 1
         for line in golden[: count - len(out)]:
-            renamed = _IDS.sub(lambda m, s=suffix: m.group(0)[: -len(s)] + s, line)
+            renamed = _IDS.sub(lambda m: m.group(0)[: -len(suffix)] + suffix, line)  # noqa: B023 (used at once)
             out.append((orjson.loads(renamed)["uuid"], renamed))
     return out
 
