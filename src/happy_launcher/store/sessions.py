@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,9 +80,15 @@ class SessionStore(ResumeStore, HappyLinkStore):
 
     @classmethod
     def open(
-        cls, home: Path, *, busy_timeout: float = 5.0, checkpoint_idle: float = CHECKPOINT_IDLE
+        cls,
+        home: Path,
+        *,
+        busy_timeout: float = 5.0,
+        checkpoint_idle: float = CHECKPOINT_IDLE,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> SessionStore:
-        """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600."""
+        """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600.
+        `sleep`: the pause between tries for another process's write lock."""
         path = ensure_home(home) / DB_NAME
         create_private(path)
         try:
@@ -89,7 +96,7 @@ class SessionStore(ResumeStore, HappyLinkStore):
             conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise store_error(path, exc) from exc
-        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle)
+        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle, sleep=sleep)
         try:
             store._setup()
         except BaseException:
