@@ -10,7 +10,8 @@ appends within the same `--window` ms of each period: the worst case for the sto
 `--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
 lock-free bound of a database per session, for comparison.
 
-Per configuration: append -> committed latency p50/p99 over every record of every session, the
+Per configuration: append -> committed latency p50/p99 over every record of every session (and
+the wall time of each store transaction, its wait for the write lock included), the
 mirrors' CPU per appended record, RSS per mirror process. The machine's load is printed: on a
 shared machine compare the rows of one run rather than figures across runs.
 """
@@ -30,6 +31,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -59,6 +61,7 @@ class Config:
 @dataclass(frozen=True, slots=True)
 class Result:
     latencies: list[float]  # ms
+    commits: list[float]  # ms, each store transaction's wall time
     cpu_per_record: float  # ms
     rss: list[float]  # MB, one per mirror
     load: float
@@ -90,9 +93,20 @@ def session_lines(golden: list[bytes], session: int, count: int) -> list[tuple[s
 def mirror(home: Path, transcript: Path, count: int, ready: Event, start: Event, out: Path) -> None:
     """One session's mirror (a child process): commit times by uuid, CPU seconds, RSS."""
     committed: dict[str, int] = {}
+    commits: list[float] = []  # wall ms of each store transaction (the wait for the lock included)
 
     async def main() -> float:
         session = Session(home, transcript.parent)
+        append = session.store.append_envelopes
+
+        def timed_append(*args: Any, **kwargs: Any) -> list[int]:
+            t0 = time.perf_counter()
+            try:
+                return append(*args, **kwargs)
+            finally:
+                commits.append((time.perf_counter() - t0) * 1e3)
+
+        session.store.append_envelopes = timed_append  # type: ignore[method-assign]
         session.deliver([])  # bind: the session row exists before the first record
         watcher = make_watcher()
         scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), watcher)
@@ -122,7 +136,7 @@ def mirror(home: Path, transcript: Path, count: int, ready: Event, start: Event,
 
     cpu = anyio.run(main)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB -> MB
-    out.write_bytes(orjson.dumps({"committed": committed, "cpu": cpu, "rss": rss}))
+    out.write_bytes(orjson.dumps({"committed": committed, "cpu": cpu, "rss": rss, "commits": commits}))
 
 
 def fake_claude(
@@ -190,18 +204,19 @@ def run(cfg: Config, seconds: float, rate: float, window: float, golden: list[by
             proc.join()
         load = os.getloadavg()[0]
         stamps: dict[str, int] = orjson.loads((root / "stamps.json").read_bytes())
-        latencies, cpu, rss = [], 0.0, []
+        latencies, commits, cpu, rss = [], [], 0.0, []
         for i in range(cfg.n):
             got = orjson.loads((root / f"mirror{i}.json").read_bytes())
             cpu += got["cpu"]
             rss.append(got["rss"])
+            commits.extend(got["commits"])
             for uuid, at in got["committed"].items():
                 if uuid in stamps:
                     latencies.append((at - stamps[uuid]) / 1e6)
         missing = cfg.n * count - len(latencies)
         if missing:
             print(f"  warning: {missing} records not committed in time", file=sys.stderr)
-        return Result(latencies, cpu / max(1, len(latencies)) * 1e3, rss, load)
+        return Result(latencies, commits, cpu / max(1, len(latencies)) * 1e3, rss, load)
 
 
 def pct(values: list[float], p: int) -> float:
@@ -234,7 +249,7 @@ def main() -> None:
     print(f"{args.rate:g} records/s per session, {args.seconds:g} s per run, step window {args.window:g} ms")
     print(
         f"{'N':>3} {'layout':8} {'phases':6} {'store':11} {'n rec':>6} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'max ms':>7} {'CPU ms/rec':>10} {'RSS MB':>7} {'load':>5}"
+        f"{'max ms':>7} {'commit p50/p99':>14} {'CPU ms/rec':>10} {'RSS MB':>7} {'load':>5}"
     )
     for _ in range(args.rounds):
         for cfg in configs:
@@ -242,6 +257,7 @@ def main() -> None:
             print(
                 f"{cfg.n:>3} {cfg.layout:8} {cfg.phases:6} {cfg.store:11} {len(r.latencies):>6} "
                 f"{pct(r.latencies, 50):7.2f} {pct(r.latencies, 99):7.2f} {max(r.latencies):7.1f} "
+                f"{pct(r.commits, 50):6.2f}/{pct(r.commits, 99):7.2f} "
                 f"{r.cpu_per_record:10.3f} {statistics.mean(r.rss):7.1f} {r.load:5.2f}",
                 flush=True,
             )
