@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Self
@@ -14,12 +13,6 @@ from typing import Self
 from happy_launcher.errors import StoreError
 from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, Checkpointer
 from happy_launcher.store.schema import store_error
-
-# The write lock's wait: tries this far apart at first, doubling up to _WAIT_MAX. SQLite's own
-# busy handler sleeps 1, 2, 5, 10 ms... between tries: a launcher whose commit met another's
-# (sessions writing in step) waited whole milliseconds for a lock held some 100 us.
-_WAIT_FIRST = 50e-6
-_WAIT_MAX = 1e-3
 
 
 class StoreConnection:
@@ -32,13 +25,8 @@ class StoreConnection:
         *,
         busy_timeout: float = 5.0,
         checkpoint_idle: float = CHECKPOINT_IDLE,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`sleep` and `clock` pace the wait for the write lock (see `_begin`)."""
         self._conn: sqlite3.Connection | None = conn
-        self._sleep = sleep
-        self._clock = clock
         self._lock = threading.Lock()
         self.path = path
         self._busy_timeout = busy_timeout
@@ -86,7 +74,7 @@ class StoreConnection:
         with self._lock:
             conn = self._connection()
             try:
-                self._begin(conn)
+                conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
                 self._committed()
@@ -97,28 +85,6 @@ class StoreConnection:
                 if isinstance(exc, sqlite3.Error):
                     raise store_error(self.path, exc) from exc
                 raise
-
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        """BEGIN IMMEDIATE, waiting for another process's write lock by short, growing pauses
-        (see _WAIT_FIRST) up to the busy timeout; then SQLITE_BUSY, as SQLite's own wait would.
-        SQLite's busy handler is off for this statement only: reads keep it (a reader meets a
-        lock only in rare moments, such as another connection's recovery of the WAL)."""
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            deadline = self._clock() + self._busy_timeout
-            pause = _WAIT_FIRST
-            while True:
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or self._clock() >= deadline:
-                        raise
-                else:
-                    return
-                self._sleep(pause)
-                pause = min(pause * 2, _WAIT_MAX)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
 
     def _committed(self) -> None:
         if self._wal:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,15 +79,9 @@ class SessionStore(ResumeStore, HappyLinkStore):
 
     @classmethod
     def open(
-        cls,
-        home: Path,
-        *,
-        busy_timeout: float = 5.0,
-        checkpoint_idle: float = CHECKPOINT_IDLE,
-        sleep: Callable[[float], None] = time.sleep,
+        cls, home: Path, *, busy_timeout: float = 5.0, checkpoint_idle: float = CHECKPOINT_IDLE
     ) -> SessionStore:
-        """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600.
-        `sleep`: the pause between tries for another process's write lock."""
+        """Open (creating if needed) `<home>/sessions.db`; `home` is created 0700, the file 0600."""
         path = ensure_home(home) / DB_NAME
         create_private(path)
         try:
@@ -96,7 +89,7 @@ class SessionStore(ResumeStore, HappyLinkStore):
             conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise store_error(path, exc) from exc
-        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle, sleep=sleep)
+        store = cls(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle)
         try:
             store._setup()
         except BaseException:
