@@ -12,7 +12,7 @@ import anyio
 
 class FakeWatcher:
     def __init__(self) -> None:
-        self.watched: set[Path] = set()  # as asked, existing or not
+        self.watched: set[Path] = set()  # directories and files as asked, existing or not
         self.closed = False
         self._changed: set[str] | None = set()
         self._woken = anyio.Event()
@@ -32,8 +32,8 @@ class FakeWatcher:
 
     # The `Watcher` side.
 
-    def watch(self, directories: Set[Path]) -> None:
-        self.watched |= directories
+    def watch(self, directories: Set[Path], files: Set[Path] = frozenset()) -> None:
+        self.watched |= directories | files
 
     async def wait(self, within: float) -> None:
         self._waiting.set()

@@ -120,7 +120,7 @@ class MapperState:
         }
 
     def snapshot(self) -> dict[str, Any]:
-        """`to_dict` for the store, saved with every commit: what a later run needs to go on,
+        """`to_dict` for the store, saved with every commit that changes it: what a later run needs to go on,
         bounded by the work still open rather than by the session's length. A stopped subagent
         is kept as its ids alone (the last `KEPT_STOPPED` of them: a late record of one is still
         dropped), and ancestry only for the subagents still active."""

@@ -44,19 +44,21 @@ class TranscriptScanner:
         self._poll_interval = poll_interval
         self._batch_bytes = batch_bytes
         self._dirs = self._directories()
+        self._mains = frozenset(files.paths)
 
     def add_main(self, path: Path, *, known: Mapping[Path, int] = NOTHING_KNOWN) -> None:
         """Also watch this main transcript (a new Claude session id); earlier ones stay watched.
         `known`: see `SessionFiles.add_main`."""
         if self.files.add_main(path, known=known):
             self._dirs = self._directories()
+            self._mains = frozenset(self.files.paths)
             self._watcher.wake()  # read it now (a woken watcher makes the next read a full one)
 
     def scan(self, *, final: bool = False) -> list[Record]:
         """The next batch of what is new right now (`files.behind`: there is more); `final`
         once Claude has exited (nothing is held back, and nothing is waited for: no watches)."""
         if not final:
-            self._watcher.watch(self._dirs)
+            self._watcher.watch(self._dirs, self._mains)
         # After a pass cut short by its budget, or at the end, everything is read again.
         changed = None if final or self.files.behind else self._watcher.changes()
         return list(self.files.read_new(final=final, max_bytes=self._batch_bytes, changed=changed))
@@ -73,7 +75,7 @@ class TranscriptScanner:
     ) -> None:
         """Deliver batches of new records until cancelled. Started once the watches are set.
         Once cancelled (Claude has exited) the watches are dropped: the final scans do not wait."""
-        self._watcher.watch(self._dirs)
+        self._watcher.watch(self._dirs, self._mains)
         task_status.started()
         try:
             while True:
@@ -90,10 +92,12 @@ class TranscriptScanner:
             self._watcher.unwatch()
 
     def _directories(self) -> frozenset[Path]:
-        """The project dir, each session's dir and its subagents dir: changes in any of them can
-        mean new records or new files. The watcher skips those that do not exist (yet)."""
+        """Each session's dir and its subagents dir: changes in either can mean new records or
+        new files. The main files are watched by themselves (`_mains`): the project dir they
+        are in is shared with other sessions, whose appends must not wake this one. The
+        watcher skips those that do not exist (yet)."""
         dirs: set[Path] = set()
         for path in self.files.paths:
             session_dir = path.with_suffix("")
-            dirs.update((path.parent, session_dir, session_dir / "subagents"))
+            dirs.update((session_dir, session_dir / "subagents"))
         return frozenset(dirs)

@@ -4,7 +4,9 @@ inotify wakes the scanner within a millisecond of Claude's write and costs nothi
 watchfiles was not used because it delivers changes in batches at least `step` ms apart. The
 scanner wakes once per record Claude writes, so a wake-up is kept cheap: on asyncio the inotify
 fd stays registered with the loop and the timeout is a loop timer, and the watcher says which
-files changed, so that the others are not re-read.
+files changed, so that the others are not re-read. A file the caller owns in a directory it
+shares (a transcript in the project directory, beside other sessions' transcripts) is watched by
+itself, and its directory only for arrivals: other sessions' appends never wake this one.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ import anyio
 
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = os.O_CLOEXEC
+_IN_ONLYDIR = 0x01000000
 # modify, close-after-write, moved in, create, delete self, move self; directories only
-_MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800 | 0x01000000
+_MASK = 0x002 | 0x008 | 0x080 | 0x100 | 0x400 | 0x800 | _IN_ONLYDIR
+# A shared directory: only what arrives (a file we wait for, or its replacement), never writes.
+_ARRIVALS = 0x080 | 0x100 | 0x400 | 0x800 | _IN_ONLYDIR
+_FILE = 0x002 | 0x008 | 0x400 | 0x800  # a file's own writes, and its going away
 _IN_IGNORED = 0x8000  # the watch is gone (its directory was deleted or unmounted)
 _IN_ISDIR = 0x40000000
 _IN_ARRIVED = 0x100 | 0x080  # created, moved in
@@ -38,8 +44,9 @@ _log = logging.getLogger(__name__)
 
 
 class Watcher(Protocol):
-    def watch(self, directories: Set[Path]) -> None:
-        """Make sure these directories (those that exist) are watched."""
+    def watch(self, directories: Set[Path], files: Set[Path] = frozenset()) -> None:
+        """Make sure these directories (those that exist) are watched, with everything in them,
+        and these files by themselves (their directories only for files arriving there)."""
 
     async def wait(self, within: float) -> None:
         """Return when something may have changed, when `wake` is called, or after `within` s."""
@@ -65,7 +72,7 @@ class PollingWatcher:
         self._woken = False
         self._scope: anyio.CancelScope | None = None
 
-    def watch(self, directories: Set[Path]) -> None:
+    def watch(self, directories: Set[Path], files: Set[Path] = frozenset()) -> None:
         pass
 
     async def wait(self, within: float) -> None:
@@ -91,9 +98,10 @@ class PollingWatcher:
 
 
 class InotifyWatcher:
-    """Owns one inotify instance and its watches on directories (never files: Claude creates
-    files late, and a directory watch sees them appear). Events only wake the waiter; which file
-    changed is for the caller to find out by reading."""
+    """Owns one inotify instance and its watches: on directories, and on single files, each
+    with its directory watched for arrivals (Claude creates files late, or replaces them: the
+    directory sees them appear, and the file is watched again). Events only wake the waiter;
+    which file changed is for the caller to find out by reading."""
 
     def __init__(self) -> None:
         # The running program's own symbols include libc's (ctypes.util.find_library would
@@ -104,10 +112,13 @@ class InotifyWatcher:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))
         self._fd: int = fd
-        self._watched: dict[int, Path] = {}
+        self._watched: dict[int, tuple[Path, int]] = {}  # wd -> (path, mask)
         self._prefixes: dict[int, bytes] = {}  # wd -> its directory + "/", for `changes`
+        self._files: dict[int, str] = {}  # wd -> a watched file (`os.fspath`), for `changes`
         self._unwatchable: set[Path] = set()  # failed and logged
-        self._wanted: frozenset[Path] = frozenset()
+        self._asked: tuple[frozenset[Path], frozenset[Path]] = (frozenset(), frozenset())
+        self._wanted: dict[Path, int] = {}  # path -> mask
+        self._wanted_files: frozenset[str] = frozenset()
         self._recheck = False  # directories not watched yet may exist now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready: asyncio.Event | None = None  # asyncio: set when a wait may return
@@ -115,34 +126,54 @@ class InotifyWatcher:
         self._woken = False
         self._changed: set[str] | None = None  # see `changes`; nothing is known at first
 
-    def watch(self, directories: Set[Path]) -> None:
-        """Called before every read: cheap unless something changed. A directory that does not
-        exist (yet) is tried again only when it may have appeared: a directory was created in
-        a watched one, a watch went away, or a wait ended without an event (a periodic re-read)."""
-        if directories != self._wanted:
-            self._wanted = frozenset(directories)
+    def watch(self, directories: Set[Path], files: Set[Path] = frozenset()) -> None:
+        """Called before every read: cheap unless something changed. A path that does not
+        exist (yet) is tried again only when it may have appeared: something arrived in a
+        watched directory, a watch went away, or a wait ended without an event (a periodic
+        re-read)."""
+        if (directories, files) != self._asked:
+            self._asked = (frozenset(directories), frozenset(files))
+            wanted = {file.parent: _ARRIVALS for file in files}
+            wanted.update((directory, _MASK) for directory in directories)
+            wanted.update((file, _FILE) for file in files)
+            self._wanted = wanted
+            self._wanted_files = frozenset(map(os.fspath, files))
             self._recheck = True
         if not self._recheck:
             return
         self._recheck = False
-        for directory in self._wanted - set(self._watched.values()):
-            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
-            if wd >= 0:
-                self._watched[wd] = directory
-                self._prefixes[wd] = os.fsencode(directory) + b"/"
-                self._unwatchable.discard(directory)
-                self._changed = None  # what was written there before the watch was not seen
-                continue
-            err = ctypes.get_errno()
-            # ENOENT, ENOTDIR: not (or no longer) a directory, nothing to see
-            if err not in (errno.ENOENT, errno.ENOTDIR) and directory not in self._unwatchable:
-                self._unwatchable.add(directory)
-                _log.warning(
-                    "cannot watch %s for changes (%s): records there arrive with the periodic re-read only%s",
-                    directory,
-                    os.strerror(err),
-                    "; raise fs.inotify.max_user_watches" if err == errno.ENOSPC else "",
-                )
+        have = set(self._watched.values())
+        for path, mask in self._wanted.items():
+            if (path, mask) not in have:
+                self._add(path, mask)
+
+    def _add(self, path: Path, mask: int) -> None:
+        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), mask)
+        if wd >= 0:
+            self._forget(wd)  # the same inode again (its mask replaced), or a new one
+            self._watched[wd] = (path, mask)
+            if mask == _FILE:
+                self._files[wd] = os.fspath(path)
+            else:
+                self._prefixes[wd] = os.fsencode(path) + b"/"
+            self._unwatchable.discard(path)
+            self._changed = None  # what was written there before the watch was not seen
+            return
+        err = ctypes.get_errno()
+        # ENOENT, ENOTDIR: not (or no longer) there, nothing to see
+        if err not in (errno.ENOENT, errno.ENOTDIR) and path not in self._unwatchable:
+            self._unwatchable.add(path)
+            _log.warning(
+                "cannot watch %s for changes (%s): records there arrive with the periodic re-read only%s",
+                path,
+                os.strerror(err),
+                "; raise fs.inotify.max_user_watches" if err == errno.ENOSPC else "",
+            )
+
+    def _forget(self, wd: int) -> None:
+        self._watched.pop(wd, None)
+        self._prefixes.pop(wd, None)
+        self._files.pop(wd, None)
 
     async def wait(self, within: float) -> None:
         ready = self._registered()
@@ -236,19 +267,31 @@ class InotifyWatcher:
                 return True
 
     def _note(self, wd: int, mask: int, name: bytes) -> None:
-        if mask & _IN_IGNORED:  # forget it, so `watch` adds the directory again if it returns
-            self._watched.pop(wd, None)
-            self._prefixes.pop(wd, None)
-            self._recheck = True
-        elif mask & _IN_ISDIR and mask & _IN_ARRIVED:  # maybe one we wait for
-            self._recheck = True
+        path = self._files.get(wd)
         prefix = self._prefixes.get(wd)
-        if prefix is None or not name or mask & _IN_Q_OVERFLOW:
-            self._changed = None  # the directory itself, or lost events: unknown
+        if path is None and prefix is not None and name:
+            path = os.fsdecode(prefix + name)
+        if mask & _IN_IGNORED:  # forget it, so `watch` adds the path again if it returns
+            self._forget(wd)
+            self._recheck = True
+        elif mask & _IN_ARRIVED and (mask & _IN_ISDIR or path in self._wanted_files):
+            # maybe a directory we wait for; a file we wait for, or a new one in its place:
+            # watch that one (a watch follows an inode, not a name)
+            self._recheck = True
+            if path in self._wanted_files:
+                self._drop_file(path)
+        if path is None or mask & _IN_Q_OVERFLOW:
+            self._changed = None  # a directory itself, or lost events: unknown
         elif self._changed is not None:
-            self._changed.add(os.fsdecode(prefix + name))
+            self._changed.add(path)
             if len(self._changed) > _MAX_CHANGED:  # nobody asks (the hook watcher): stay small
                 self._changed = None
+
+    def _drop_file(self, path: str) -> None:
+        for wd, name in list(self._files.items()):
+            if name == path:
+                self._libc.inotify_rm_watch(self._fd, wd)
+                self._forget(wd)
 
     def unwatch(self) -> None:
         """Drop the watches. The kernel frees them in the background; closing the instance
@@ -258,7 +301,10 @@ class InotifyWatcher:
             self._libc.inotify_rm_watch(self._fd, wd)
         self._watched.clear()
         self._prefixes.clear()
-        self._wanted = frozenset()
+        self._files.clear()
+        self._asked = (frozenset(), frozenset())
+        self._wanted = {}
+        self._wanted_files = frozenset()
 
     def close(self) -> None:
         """Stop watching. The descriptor is closed by a thread: unless `unwatch` came a little

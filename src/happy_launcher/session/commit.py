@@ -96,6 +96,10 @@ class CommitPoint:
         self._dropped = 0
         self._disabled: dict[int, str] = {}  # index of a failed best-effort sink -> why
         self._closed = False
+        # The mapper state this commit point last committed: a batch that leaves it as it was
+        # does not write it again (one statement and one page of WAL less per record, in a
+        # turn's long middle). Only this session's commit point writes its state.
+        self._saved_state: str | None = None
 
     @property
     def stats(self) -> CommitStats:
@@ -164,7 +168,7 @@ class CommitPoint:
                     self._session_id,
                     head.envelopes,
                     head.keys,
-                    mapper_state=head.state,
+                    mapper_state=None if head.state == self._saved_state else head.state,
                     delivered=head.delivered,
                 )
             except Exception as exc:
@@ -175,6 +179,8 @@ class CommitPoint:
                 self._log.error("store rejected %d envelopes, dropped: %s", len(head.envelopes), exc)
             else:
                 written += len(head.envelopes)
+                if head.state is not None:
+                    self._saved_state = head.state
                 self._pass_on(seqs, head.envelopes)
             self._backlog.popleft()
             self._backlog_size -= head.size

@@ -110,7 +110,8 @@ async def test_a_wake_up_reads_what_the_watcher_says_changed_a_plain_one_all(tmp
     async with anyio.create_task_group() as tg:
         await tg.start(scanner.run, send.send)
         assert await next_uuids(receive, 1) == ["u0"]  # added: read whole
-        assert {tmp_path / "proj", first.with_suffix("")} <= watcher.watched
+        assert {first, first.with_suffix("")} <= watcher.watched
+        assert tmp_path / "proj" not in watcher.watched  # shared with other sessions: their files only
         write_jsonl(first, [assistant("a1")], append=True)
         write_jsonl(second, [user("u2", "other")])
         watcher.change(first)

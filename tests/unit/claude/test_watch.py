@@ -97,3 +97,51 @@ async def test_unwatched_directories_are_silent_until_watched_again(tmp_path: Pa
         assert watcher.changes() == {str(tmp_path / "b.jsonl")}
     finally:
         watcher.close()
+
+
+@pytest.mark.anyio
+async def test_a_watched_file_is_not_woken_by_its_neighbours(tmp_path: Path) -> None:
+    mine, other = tmp_path / "mine.jsonl", tmp_path / "other.jsonl"
+    mine.write_bytes(b"")
+    other.write_bytes(b"")
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch(set(), {mine})
+        watcher.changes()
+        with other.open("ab") as f:  # another session's appends, in the same directory
+            f.write(b"x\n")
+        with mine.open("ab") as f:
+            f.write(b"y\n")
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        assert watcher.changes() == {str(mine)}  # the neighbour's writes made no event at all
+    finally:
+        watcher.close()
+
+
+@pytest.mark.anyio
+async def test_a_watched_file_is_followed_when_it_appears_late_or_is_replaced(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.jsonl"
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch(set(), {mine})  # not there yet: its directory tells when it arrives
+        watcher.changes()
+        mine.write_bytes(b"a\n")
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        assert str(mine) in (watcher.changes() or set())
+        watcher.watch(set(), {mine})  # as the scanner does before each read: now the file itself
+        watcher.changes()
+        (tmp_path / "new").write_bytes(b"b\n")
+        (tmp_path / "new").replace(mine)  # a new inode under the name
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        watcher.watch(set(), {mine})
+        watcher.changes()
+        with mine.open("ab") as f:
+            f.write(b"c\n")
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        assert watcher.changes() == {str(mine)}  # the new file's writes are seen
+    finally:
+        watcher.close()

@@ -71,6 +71,20 @@ def test_commit_point_commits_envelopes_keys_and_mapper_state(
     store.list_sessions()  # closing the commit point left the store open
 
 
+def test_commit_point_writes_the_mapper_state_only_when_it_changed(factory: EnvelopeFactory) -> None:
+    flaky = FlakyStore()
+    states = iter(["s1", "s1", "s2", "s2"])
+    commit = CommitPoint(flaky, "s1", state=lambda: next(states))
+    commit.write([], ["k1"])
+    commit.write([], ["k2"])  # the same state: not written again
+    flaky.fail_with = OSError("disk full")
+    commit.write([], ["k3"])  # s2 fails: kept in the backlog
+    flaky.fail_with = None
+    commit.write([], ["k4"])  # s2 again: the backlog's s2 is written, then nothing
+    assert flaky.states == ["s1", None, "s2", None]
+    assert flaky.keys == ["k1", "k2", "k3", "k4"]
+
+
 def test_json_lines_file_appends_one_envelope_per_line(tmp_path: Path, factory: EnvelopeFactory) -> None:
     path = tmp_path / "events.jsonl"
     first, second = batch(factory, "a"), batch(factory, "b\nc")
@@ -241,6 +255,7 @@ class FlakyStore:
     def __init__(self) -> None:
         self.envelopes: list[Envelope] = []
         self.keys: list[str] = []
+        self.states: list[str | None] = []
         self.fail_with: Exception | None = None
 
     def append_envelopes(
@@ -257,6 +272,7 @@ class FlakyStore:
         first = len(self.envelopes) + 1
         self.envelopes.extend(envelopes)
         self.keys.extend(processed_keys)
+        self.states.append(mapper_state)
         return list(range(first, first + len(envelopes)))
 
 
