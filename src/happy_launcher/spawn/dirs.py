@@ -7,13 +7,13 @@ effect without restarting the bridge. A requested directory is judged after reso
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from happy_launcher.errors import DaemonError
+from happy_launcher.home.files import write_private
 
 SETTINGS_FILE = "spawn.json"
 DEFAULT_LIMIT = 8
@@ -49,11 +49,7 @@ def read_settings(home: Path, user_home: Path) -> SpawnSettings:
 
 def write_settings(home: Path, settings: SpawnSettings) -> None:
     data = {"allowed": [str(p) for p in settings.allowed], "limit": settings.limit}
-    temp = home / f".{SETTINGS_FILE}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump(data, out)
-    temp.replace(home / SETTINGS_FILE)
+    write_private(home / SETTINGS_FILE, json.dumps(data).encode())
 
 
 def configure(home: Path, user_home: Path, allow_dirs: Sequence[str], limit: int | None) -> SpawnSettings:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from happy_launcher.home.files import write_private
 from happy_launcher.home.procs import ProcessId
 
 SPAWNED_DIR = "spawned"
@@ -35,12 +35,7 @@ class Registry:
         self._alive = alive
 
     def add(self, entry: SpawnedEntry) -> None:
-        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temp = self._dir / f".{entry.pid}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(asdict(entry), out)
-        temp.replace(self._dir / f"{entry.pid}.json")
+        write_private(self._dir / f"{entry.pid}.json", json.dumps(asdict(entry)).encode())
 
     def named(self, entry: SpawnedEntry, session_id: str) -> SpawnedEntry:
         named = replace(entry, session_id=session_id)

@@ -71,9 +71,14 @@ def parse(body: bytes) -> Send | Answer | Switch | Abort | str:
     try:
         return _parse.validate_json(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"bad command: {where}: {first['msg']}" if where else f"bad command: {first['msg']}"
+        return first_error("bad command", exc)
+
+
+def first_error(what: str, exc: ValidationError) -> str:
+    """The first thing wrong with a request body, in one line."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{what}: {where}: {first['msg']}" if where else f"{what}: {first['msg']}"
 
 
 class Commands:

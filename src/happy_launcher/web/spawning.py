@@ -16,6 +16,7 @@ from happy_launcher.errors import NoSuchSessionError
 from happy_launcher.session.ports import MAX_MESSAGE
 from happy_launcher.spawn.dirs import SpawnRefused, read_settings
 from happy_launcher.spawn.spawner import NeedsCreation, SpawnRequest, Started
+from happy_launcher.web.commands import first_error
 
 # The modes the form offers (Claude's own names); the spawner passes them on.
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
@@ -56,9 +57,7 @@ def _parse(model: type[_M], body: bytes) -> _M | str:
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"bad request: {where}: {first['msg']}" if where else f"bad request: {first['msg']}"
+        return first_error("bad request", exc)
 
 
 async def choices(home: Path, user_home: Path) -> dict[str, object]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import httpx
 
 from happy_launcher.control.attention import Attention
 from happy_launcher.errors import DaemonError
+from happy_launcher.home.files import write_private
 
 _log = logging.getLogger(__name__)
 SETTINGS_FILE = "push.json"
@@ -79,11 +79,7 @@ def configure_push(home: Path, url: str | None, long_turn: float | None) -> Push
 
 
 def _write_json(path: Path, data: Any) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump(data, out)
-    temp.replace(path)
+    write_private(path, json.dumps(data).encode())
 
 
 def push_data(attention: Attention) -> dict[str, Any]:
