@@ -21,7 +21,8 @@ LEVELS: list[set[str]] = [
     {"session"},
     {"control"},
     {"local", "remote"},
-    {"runner", "spawn"},
+    {"spawn"},  # sessions started without a terminal: a process, not the run itself
+    {"runner"},  # `happy attach` hands a session back to a detached run
     {"api", "web", "bridge"},
     {"cli"},
     {"__init__", "__main__"},

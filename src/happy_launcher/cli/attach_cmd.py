@@ -18,11 +18,12 @@ from happy_launcher.errors import HappyError, UsageError
 from happy_launcher.home.dirs import ensure_home, happy_home
 from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
 from happy_launcher.local.launcher import say_how_to_resume
-from happy_launcher.runner.attach import Detached, OsProcesses, after_attached, take_over
+from happy_launcher.runner.attach import Detached, after_attached, take_over
 from happy_launcher.runner.start import run_claude
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.launcher import LauncherExit
 from happy_launcher.spawn.spawner import SpawnRequest, spawner_for
+from happy_launcher.spawn.system import Processes
 
 SessionArg = Annotated[
     str | None,
@@ -51,7 +52,7 @@ def _attach(selector: str | None) -> int:
     env = dict(os.environ)
     home = ensure_home(happy_home(env))
     binary = find_claude(env)  # before the detached run is ended: this one must be able to go on
-    view = anyio.run(functools.partial(take_over, home, selector, OsProcesses()))
+    view = anyio.run(functools.partial(take_over, home, selector, Processes()))
     assert view.claude_id is not None  # `choose` takes only a session with one
     ensure_not_busy(registry_dir(env), view.claude_id)
     args = parse_happy_claude_args(["--resume", view.claude_id])

@@ -12,15 +12,12 @@ Claude exiting (/exit) ends the session: nothing to hand back."""
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-
-import anyio
 
 from happy_launcher.control.discovery import SessionView, discover, resolve
 from happy_launcher.errors import (
@@ -29,9 +26,9 @@ from happy_launcher.errors import (
     RequestRefusedError,
     SessionEndedError,
 )
+from happy_launcher.home.procs import ProcessId
 from happy_launcher.session.launcher import LauncherExit
-
-STOP_BOUND = 10.0  # seconds from SIGTERM to SIGKILL, as the spawner's stop
+from happy_launcher.spawn.spawner import STOP_BOUND, Processes, terminate
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +37,6 @@ class Detached:
 
     happy_id: str | None
     pid: int
-
-
-class Processes(Protocol):
-    """The detached run's process: asked to end, waited for, killed (its group) after a bound."""
-
-    def signal(self, pid: int, sig: int) -> None: ...
-
-    async def gone(self, pid: int, within: float) -> bool: ...
 
 
 class Spawn(Protocol):
@@ -121,16 +110,8 @@ async def take_over(
         await discover(home), selector, lambda v: session_title(v.first_prompt, v.transcript, reader)
     )
     assert view.pid is not None  # running: its launcher's pid is known
-    await stop(view.pid, processes, bound)
+    await terminate(processes, ProcessId(view.pid, processes.start_time(view.pid)), bound)
     return view
-
-
-async def stop(pid: int, processes: Processes, bound: float) -> None:
-    """As the spawner stops a session: SIGTERM to happy, SIGKILL to its group after `bound`."""
-    processes.signal(pid, signal.SIGTERM)
-    if not await processes.gone(pid, bound):
-        processes.signal(-pid, signal.SIGKILL)  # its group: Claude and its tools too
-        await processes.gone(pid, bound)
 
 
 def hands_back(exit: LauncherExit, ended_by: int | None) -> bool:
@@ -165,24 +146,3 @@ def _say(line: str) -> None:
     with contextlib.suppress(OSError):  # after a hang-up there is no terminal to say it on
         sys.stderr.write(f"happy: {line}\n")
         sys.stderr.flush()
-
-
-class OsProcesses:
-    """`Processes` of this machine: a pidfd tells when the run is gone (Linux)."""
-
-    def signal(self, pid: int, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):  # gone meanwhile
-            os.kill(pid, sig)
-
-    async def gone(self, pid: int, within: float) -> bool:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            return True
-        try:
-            with anyio.move_on_after(within):
-                await anyio.wait_readable(fd)  # readable once the process has exited
-                return True
-            return False
-        finally:
-            os.close(fd)

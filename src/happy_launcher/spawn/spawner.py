@@ -30,7 +30,7 @@ from happy_launcher.spawn.registry import SPAWNED_DIR, Registry, SpawnedEntry
 _log = logging.getLogger(__name__)
 START_BOUND = 25.0  # seconds for a started session to answer on its socket (happy-agent waits 30)
 STOP_BOUND = 10.0  # seconds from SIGTERM to SIGKILL
-POLL = 0.02  # seconds between two looks at a starting or stopping session
+POLL = 0.02  # seconds between two looks at a starting session
 SEND_TRIES = 3
 CLAUDE_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
 
@@ -76,6 +76,21 @@ class Processes(Protocol):
     def alive(self, owner: ProcessId) -> bool: ...
 
     def signal(self, owner: ProcessId, sig: int) -> None: ...
+
+    async def gone(self, owner: ProcessId, within: float) -> bool:
+        """Whether `owner` has ended (at most `within` seconds from now)."""
+        ...
+
+
+async def terminate(processes: Processes, owner: ProcessId, bound: float) -> bool:
+    """SIGTERM to happy (it closes the open turn and ends Claude), SIGKILL to its group if it
+    still runs `bound` seconds later. Whether SIGTERM was enough."""
+    processes.signal(owner, signal.SIGTERM)
+    if await processes.gone(owner, bound):
+        return True
+    processes.signal(owner, signal.SIGKILL)
+    await processes.gone(owner, bound)
+    return False
 
 
 class Control(Protocol):
@@ -186,15 +201,11 @@ class Spawner:
         entry = await anyio.to_thread.run_sync(self.registry.find, session_id)
         if entry is None:
             return False
-        processes = self._ports.processes
         began = time.monotonic()
-        processes.signal(entry.owner, signal.SIGTERM)
-        if await self._until_gone(entry.owner, self._stop_bound):
+        if await terminate(self._ports.processes, entry.owner, self._stop_bound):
             _log.info("session %s stopped in %.1f s", session_id, time.monotonic() - began)
         else:
             _log.warning("session %s still ran %.0f s after SIGTERM: killed", session_id, self._stop_bound)
-            processes.signal(entry.owner, signal.SIGKILL)
-            await self._until_gone(entry.owner, self._stop_bound)
         self.registry.remove(entry)
         return True
 
@@ -222,13 +233,6 @@ class Spawner:
                     ) from None
             else:
                 return
-
-    async def _until_gone(self, owner: ProcessId, bound: float) -> bool:
-        with anyio.move_on_after(bound):
-            while self._ports.processes.alive(owner):  # noqa: ASYNC110 -- perhaps not our child: no event
-                await anyio.sleep(POLL)
-            return True
-        return False
 
     async def _reap(self, child: Child, entry: SpawnedEntry, ended: anyio.Event) -> None:
         await child.wait()  # cancelled (the spawner stops): it runs on, its entry kept

@@ -69,6 +69,23 @@ class Processes:
         except ProcessLookupError:
             pass  # gone meanwhile
 
+    async def gone(self, owner: ProcessId, within: float) -> bool:
+        """Waits on a pidfd (readable once the process has exited): perhaps not our child, so
+        there is no wait() to use."""
+        try:
+            fd = os.pidfd_open(owner.pid)
+        except ProcessLookupError:
+            return True
+        try:
+            if not is_alive(owner):  # checked with the fd held: the pid cannot be reused now
+                return True
+            with anyio.move_on_after(within):
+                await anyio.wait_readable(fd)
+                return True
+            return False
+        finally:
+            os.close(fd)
+
 
 class SocketControl:
     def __init__(self, home: Path) -> None:

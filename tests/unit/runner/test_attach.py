@@ -16,7 +16,7 @@ from happy_launcher.errors import (
     RequestRefusedError,
     SessionEndedError,
 )
-from happy_launcher.runner.attach import Detached, after_attached, choose, hands_back, stop
+from happy_launcher.runner.attach import Detached, after_attached, choose, hands_back
 from happy_launcher.session.launcher import LauncherExit
 
 pytestmark = pytest.mark.anyio
@@ -98,30 +98,6 @@ def test_an_ended_session_is_refused_with_how_to_continue_it() -> None:
 def test_an_unknown_name_is_said() -> None:
     with pytest.raises(NoSuchSessionError, match="no session matches 'nothing'"):
         choose([DETACHED], "nothing", title)
-
-
-class FakeProcesses:
-    def __init__(self, *, ends_on_term: bool) -> None:
-        self.ends_on_term = ends_on_term
-        self.sent: list[tuple[int, int]] = []
-
-    def signal(self, pid: int, sig: int) -> None:
-        self.sent.append((pid, sig))
-
-    async def gone(self, pid: int, within: float) -> bool:
-        return self.ends_on_term or (-pid, signal.SIGKILL) in self.sent
-
-
-async def test_the_detached_run_is_ended_as_a_stop_ends_it() -> None:
-    processes = FakeProcesses(ends_on_term=True)
-    await stop(4242, processes, 1.0)
-    assert processes.sent == [(4242, signal.SIGTERM)]
-
-
-async def test_a_run_that_does_not_end_is_killed_with_its_group() -> None:
-    processes = FakeProcesses(ends_on_term=False)
-    await stop(4242, processes, 1.0)
-    assert processes.sent == [(4242, signal.SIGTERM), (-4242, signal.SIGKILL)]
 
 
 @pytest.mark.parametrize(

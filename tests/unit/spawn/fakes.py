@@ -72,6 +72,14 @@ class FakeSystem:
             if sig == signal.SIGKILL or self.obeys_term:
                 self.children[owner.pid].done.set()
 
+    async def gone(self, owner: ProcessId, within: float) -> bool:
+        child = self.children.get(owner.pid)
+        if child is None or owner.start != self.start_time(owner.pid):
+            return True
+        with anyio.move_on_after(within):
+            await child.done.wait()
+        return child.done.is_set()
+
     # Control
     async def ready(self, pid: int) -> str | None:
         return self.up.get(pid)
