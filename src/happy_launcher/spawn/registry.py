@@ -6,15 +6,20 @@ counts every live one, and a daemon started again can still stop the ones it sta
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
-from collections.abc import Callable
+import os
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+
+import anyio
 
 from happy_launcher.home.files import write_private
 from happy_launcher.home.procs import ProcessId
 
 SPAWNED_DIR = "spawned"
+LOCK_NAME = ".lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,24 @@ class Registry:
     def __init__(self, home: Path, alive: Callable[[ProcessId], bool]) -> None:
         self._dir = home / SPAWNED_DIR
         self._alive = alive
+        self._one_here = anyio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """No other start, in this process or another (the daemon and `happy web` share the
+        limit), between counting the live ones and adding a new one."""
+        async with self._one_here:  # so that at most one thread waits on the file lock
+            fd = await anyio.to_thread.run_sync(self._lock)
+            try:
+                yield
+            finally:
+                os.close(fd)
+
+    def _lock(self) -> int:
+        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self._dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held by another process for the few ms of a launch
+        return fd
 
     def add(self, entry: SpawnedEntry) -> None:
         write_private(self._dir / f"{entry.pid}.json", json.dumps(asdict(entry)).encode())

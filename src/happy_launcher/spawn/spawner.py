@@ -142,6 +142,23 @@ class Spawner:
             await anyio.sleep_forever()
 
     async def start(self, request: SpawnRequest) -> Started:
+        async with self.registry.exclusive():
+            child, entry, log = await self._launch(request)
+        ended = anyio.Event()
+        assert self._tg is not None, "Spawner.run is not running"
+        self._tg.start_soon(self._reap, child, entry, ended)
+        try:
+            session_id = await self._until_ready(child.pid, ended, log)
+            if request.prompt is not None:
+                await self._first_prompt(entry, request.prompt)
+        except SpawnRefused:
+            self._ports.processes.signal(entry.owner, signal.SIGKILL)  # never a stray half-started one
+            raise
+        self.registry.named(entry, session_id)
+        return Started(session_id, child.pid, log)
+
+    async def _launch(self, request: SpawnRequest) -> tuple[Child, SpawnedEntry, Path]:
+        """Checked (limit, directory, Claude), started and recorded: under the registry's lock."""
         settings = await anyio.to_thread.run_sync(read_settings, self._home, Path.home())
         running = await anyio.to_thread.run_sync(self.registry.live)
         if len(running) >= settings.limit:
@@ -162,18 +179,7 @@ class Spawner:
         child = await self._ports.launcher.start(argv, place.path, self._env, log)
         entry = SpawnedEntry(child.pid, self._ports.processes.start_time(child.pid), str(log))
         self.registry.add(entry)
-        ended = anyio.Event()
-        assert self._tg is not None, "Spawner.run is not running"
-        self._tg.start_soon(self._reap, child, entry, ended)
-        try:
-            session_id = await self._until_ready(child.pid, ended, log)
-            if request.prompt is not None:
-                await self._first_prompt(entry, request.prompt)
-        except SpawnRefused:
-            self._ports.processes.signal(entry.owner, signal.SIGKILL)  # never a stray half-started one
-            raise
-        self.registry.named(entry, session_id)
-        return Started(session_id, child.pid, log)
+        return child, entry, log
 
     async def resume(
         self, session_id: str, *, model: str | None = None, permission_mode: str | None = None

@@ -75,6 +75,36 @@ async def test_the_limit_counts_every_live_spawned_session_on_disk(tmp_path: Pat
             await start_up(first, system, SpawnRequest(str(work)), "s3")  # room again
 
 
+async def test_starts_at_the_same_instant_never_pass_the_limit_together(tmp_path: Path, work: Path) -> None:
+    system = FakeSystem()
+    daemon, page = fake_spawner(tmp_path, system), fake_spawner(tmp_path, system)
+    outcomes: list[str] = []
+
+    async def ask(spawner: Spawner) -> None:
+        try:
+            await spawner.start(SpawnRequest(str(work)))
+            outcomes.append("started")
+        except SpawnRefused:
+            outcomes.append("refused")
+
+    async def answer_every_start() -> None:
+        while True:
+            await system.launched.wait()
+            system.launched = anyio.Event()
+            for _, _, child in system.started:
+                system.up.setdefault(child.pid, f"s{child.pid}")
+
+    with anyio.fail_after(BOUND):
+        async with running(daemon), running(page), anyio.create_task_group() as tg:
+            tg.start_soon(answer_every_start)
+            async with anyio.create_task_group() as asks:
+                for spawner in (daemon, page, daemon):  # limit 2
+                    asks.start_soon(ask, spawner)
+            tg.cancel_scope.cancel()
+    assert sorted(outcomes) == ["refused", "started", "started"]
+    assert len(system.started) == 2
+
+
 async def test_a_stop_kills_after_the_bound_even_from_a_spawner_started_again(
     tmp_path: Path, work: Path
 ) -> None:
