@@ -18,7 +18,7 @@ from happy_launcher.errors import HappyError, UsageError
 from happy_launcher.home.dirs import ensure_home, happy_home
 from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
 from happy_launcher.local.launcher import say_how_to_resume
-from happy_launcher.runner.attach import Detached, after_attached, take_over
+from happy_launcher.runner.attach import Detached, Taken, after_attached, take_over
 from happy_launcher.runner.start import run_claude
 from happy_launcher.session.config import RunConfig
 from happy_launcher.session.launcher import LauncherExit
@@ -52,12 +52,13 @@ def _attach(selector: str | None) -> int:
     env = dict(os.environ)
     home = ensure_home(happy_home(env))
     binary = find_claude(env)  # before the detached run is ended: this one must be able to go on
-    view = anyio.run(functools.partial(take_over, home, selector, Processes()))
+    taken = anyio.run(functools.partial(take_over, home, selector, Processes()))
+    view = taken.view
     assert view.claude_id is not None  # `choose` takes only a session with one
     ensure_not_busy(registry_dir(env), view.claude_id)
-    args = parse_happy_claude_args(["--resume", view.claude_id])
+    args = parse_happy_claude_args(["--resume", view.claude_id, *taken.options()])
     cfg = RunConfig(args=args, binary=binary, env=env, cwd=Path(view.cwd), home=home)
-    spawn = functools.partial(_spawn_detached, home, env)
+    spawn = functools.partial(_spawn_detached, home, env, taken)
 
     async def after(claude_id: str | None, exit: LauncherExit, ended_by: int | None) -> int:
         code = await after_attached(view, spawn, claude_id, exit, ended_by)
@@ -69,11 +70,17 @@ def _attach(selector: str | None) -> int:
     return run_claude(cfg, "local", attached=after)
 
 
-async def _spawn_detached(home: Path, env: dict[str, str], directory: str, claude_id: str) -> Detached:
-    """The spawner's detached `happy claude --happy-remote --resume`, once its socket answers."""
+async def _spawn_detached(
+    home: Path, env: dict[str, str], taken: Taken, directory: str, claude_id: str
+) -> Detached:
+    """The spawner's detached `happy claude --happy-remote --resume`, once its socket answers;
+    with the model and permission mode the session was first started with."""
     spawner = spawner_for(home, env)
+    request = SpawnRequest(
+        directory, model=taken.model, permission_mode=taken.permission_mode, resume=claude_id
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(spawner.run)  # it reaps what it starts: cancelled below, the session runs on
-        started = await spawner.start(SpawnRequest(directory=directory, resume=claude_id))
+        started = await spawner.start(request)
         tg.cancel_scope.cancel()
     return Detached(started.session_id, started.pid)

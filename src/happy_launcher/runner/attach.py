@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import anyio
+
 from happy_launcher.control.discovery import SessionView, discover, resolve
 from happy_launcher.errors import (
     AmbiguousSessionError,
@@ -28,6 +30,7 @@ from happy_launcher.errors import (
 )
 from happy_launcher.home.procs import ProcessId
 from happy_launcher.session.launcher import LauncherExit
+from happy_launcher.spawn.registry import Registry
 from happy_launcher.spawn.spawner import STOP_BOUND, Processes, terminate
 
 
@@ -98,9 +101,25 @@ def _detached(view: SessionView) -> bool:
     return view.mode == "remote" and view.terminal is False
 
 
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """The session taken, with the options its detached run was started with (the spawner's
+    registry: none for a run started otherwise), for the TUI and the hand-back alike."""
+
+    view: SessionView
+    model: str | None = None
+    permission_mode: str | None = None
+
+    def options(self) -> list[str]:
+        """As `happy claude` options."""
+        model = ["--model", self.model] if self.model else []
+        mode = ["--permission-mode", self.permission_mode] if self.permission_mode else []
+        return [*mode, *model]
+
+
 async def take_over(
     home: Path, selector: str | None, processes: Processes, *, bound: float = STOP_BOUND
-) -> SessionView:
+) -> Taken:
     """End the detached run of the chosen session (SIGTERM; SIGKILL to its group after `bound`)
     and return it: its Claude session is free for the TUI once this returns."""
     from happy_launcher.session.naming import TranscriptTitles, session_title
@@ -110,8 +129,12 @@ async def take_over(
         await discover(home), selector, lambda v: session_title(v.first_prompt, v.transcript, reader)
     )
     assert view.pid is not None  # running: its launcher's pid is known
-    await terminate(processes, ProcessId(view.pid, processes.start_time(view.pid)), bound)
-    return view
+    owner = ProcessId(view.pid, processes.start_time(view.pid))
+    entry = await anyio.to_thread.run_sync(Registry(home, processes.alive).of, owner)
+    await terminate(processes, owner, bound)
+    if entry is None:
+        return Taken(view)
+    return Taken(view, entry.model, entry.permission_mode)
 
 
 def hands_back(exit: LauncherExit, ended_by: int | None) -> bool:

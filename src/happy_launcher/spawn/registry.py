@@ -28,6 +28,8 @@ class SpawnedEntry:
     start: int | None  # clock ticks after boot (home/procs.py)
     log: str
     session_id: str | None = None  # None until its control socket has named it
+    model: str | None = None  # as started: `happy attach` hands it back with the same ones
+    permission_mode: str | None = None
 
     @property
     def owner(self) -> ProcessId:
@@ -83,6 +85,11 @@ class Registry:
                     path.unlink(missing_ok=True)
         return found
 
+    def of(self, owner: ProcessId) -> SpawnedEntry | None:
+        """The entry of this very process, if it was spawned."""
+        entry = self._read(self._dir / f"{owner.pid}.json")
+        return entry if entry is not None and entry.owner == owner else None
+
     def find(self, session_id: str) -> SpawnedEntry | None:
         return next((e for e in self.live() if e.session_id == session_id), None)
 
@@ -90,6 +97,9 @@ class Registry:
     def _read(path: Path) -> SpawnedEntry | None:
         try:
             data = json.loads(path.read_text())
-            return SpawnedEntry(int(data["pid"]), data["start"], str(data["log"]), data["session_id"])
+            return SpawnedEntry(
+                int(data["pid"]), data["start"], str(data["log"]), data["session_id"],
+                data.get("model"), data.get("permission_mode"),
+            )  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError):
             return None

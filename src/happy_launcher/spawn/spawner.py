@@ -177,7 +177,10 @@ class Spawner:
         argv = [sys.executable, "-m", "happy_launcher", "claude", "--happy-remote", *_options(request)]
         log = self._home / SPAWNED_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.log"
         child = await self._ports.launcher.start(argv, place.path, self._env, log)
-        entry = SpawnedEntry(child.pid, self._ports.processes.start_time(child.pid), str(log))
+        start = self._ports.processes.start_time(child.pid)
+        entry = SpawnedEntry(
+            child.pid, start, str(log), model=request.model, permission_mode=request.permission_mode
+        )
         self.registry.add(entry)
         return child, entry, log
 

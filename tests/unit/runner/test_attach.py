@@ -16,7 +16,7 @@ from happy_launcher.errors import (
     RequestRefusedError,
     SessionEndedError,
 )
-from happy_launcher.runner.attach import Detached, after_attached, choose, hands_back
+from happy_launcher.runner.attach import Detached, Taken, after_attached, choose, hands_back
 from happy_launcher.session.launcher import LauncherExit
 
 pytestmark = pytest.mark.anyio
@@ -151,3 +151,8 @@ async def test_a_failed_hand_back_says_how_to_continue(capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "handing the session back failed (no such directory)" in err
     assert f"happy claude --resume {DETACHED.claude_id}" in err
+
+
+def test_the_taken_session_keeps_the_options_it_was_started_with() -> None:
+    assert Taken(DETACHED, "opus", "plan").options() == ["--permission-mode", "plan", "--model", "opus"]
+    assert Taken(DETACHED).options() == []  # not started by the spawner: Claude's defaults

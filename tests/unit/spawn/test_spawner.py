@@ -6,6 +6,7 @@ SIGKILL to the group after the bound, and works for a spawner started again."""
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -59,6 +60,9 @@ async def test_a_start_returns_once_the_socket_answers_and_sends_the_first_promp
     assert (first, again, text) == (child.pid, child.pid, "hello") and id1 == id2
     [entry] = spawner.registry.live()
     assert (entry.pid, entry.session_id, entry.log) == (child.pid, "s1", str(started.log))
+    assert (entry.model, entry.permission_mode) == ("opus", "plan")  # for `happy attach`'s hand-back
+    assert spawner.registry.of(entry.owner) == entry
+    assert spawner.registry.of(replace(entry.owner, start=-1)) is None  # the pid, now another's
 
 
 async def test_the_limit_counts_every_live_spawned_session_on_disk(tmp_path: Path, work: Path) -> None:
