@@ -28,7 +28,7 @@ from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import Reply, Script, Text
 from tests.support.happy_account import HappyAccount, until
-from tests.support.happy_tui import happy_executable
+from tests.support.happy_tui import happy_executable, wait_pid_gone
 
 pytestmark = pytest.mark.timeout(240)
 HAPPY = happy_executable()
@@ -75,7 +75,7 @@ def test_the_app_starts_stops_and_resumes_a_session(
         _talk(agent, happy_id, "hello from the phone")
         [before] = _sessions(home)
         agent("stop", happy_id)
-        until(lambda: not _alive(pid), BOUND, "the spawned session ended")
+        assert wait_pid_gone(pid, BOUND), "the spawned session did not end"
         assert _turn_closed(home, before["id"])
         resumed = json.loads(agent("resume", happy_id, "--json"))
         assert resumed["type"] == "success" and resumed["sessionId"] == happy_id, resumed
@@ -90,7 +90,7 @@ def test_the_app_starts_stops_and_resumes_a_session(
         until(asked, BOUND, "the slow turn under way")
         [pid] = [p for p in live_sockets(home) if _alive(p)]
         agent("stop", happy_id)  # in the middle of a turn
-        until(lambda: not _alive(pid), BOUND, "the resumed session ended")
+        assert wait_pid_gone(pid, BOUND), "the resumed session did not end"
         assert _turn_closed(home, before["id"]), _kinds(home, before["id"])[-6:]
         _first_prompt(home, {**os.environ, **env}, allowed / "project", agent, happy_server.url)
     finally:
@@ -117,7 +117,7 @@ def _first_prompt(
     until(answered, BOUND, "the first prompt's answer")
     happy_id = until(lambda: _happy_id(home, server, started.session_id), BOUND, "the page's session linked")
     agent("stop", happy_id)
-    until(lambda: not _alive(started.pid), BOUND, "the page's session stopped by the daemon")
+    assert wait_pid_gone(started.pid, BOUND), "the daemon did not stop the page's session"
     assert _turn_closed(home, started.session_id)
 
 
