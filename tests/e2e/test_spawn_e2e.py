@@ -28,7 +28,7 @@ from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv
 from tests.support.fake_anthropic import Reply, Script, Text
 from tests.support.happy_account import HappyAccount, until
-from tests.support.happy_tui import happy_executable
+from tests.support.happy_tui import happy_executable, wait_pid_gone
 
 pytestmark = pytest.mark.timeout(240)
 HAPPY = happy_executable()
@@ -72,14 +72,14 @@ def test_the_app_starts_stops_and_resumes_a_session(
         assert spawned["type"] == "success", spawned
         happy_id = spawned["sessionId"]
         [pid] = [p for p in live_sockets(home) if _alive(p)]
-        _talk(agent, happy_id, "hello from the phone")
+        _talk(agent, home, happy_id, "hello from the phone")
         [before] = _sessions(home)
         agent("stop", happy_id)
-        until(lambda: not _alive(pid), BOUND, "the spawned session ended")
+        assert wait_pid_gone(pid, BOUND), "the spawned session did not end"
         assert _turn_closed(home, before["id"])
         resumed = json.loads(agent("resume", happy_id, "--json"))
         assert resumed["type"] == "success" and resumed["sessionId"] == happy_id, resumed
-        _talk(agent, happy_id, "hello again")
+        _talk(agent, home, happy_id, "hello again")
         [after] = _sessions(home)  # the same session, the same Claude conversation, its history kept
         assert (after["id"], after["claude"]) == (before["id"], before["claude"])
         assert after["envelopes"][: len(before["envelopes"])] == before["envelopes"]
@@ -87,10 +87,10 @@ def test_the_app_starts_stops_and_resumes_a_session(
         script.on(Reply([Text("Done at last.")], delay=SLOW), prompt="take your time")
         agent("send", happy_id, "take your time")
         asked = lambda: "take your time" in json.dumps(_envelopes(home, before["id"])[-3:])  # noqa: E731
-        until(asked, BOUND, "the slow turn under way")
+        until(asked, BOUND, "the slow turn under way", changes=home)
         [pid] = [p for p in live_sockets(home) if _alive(p)]
         agent("stop", happy_id)  # in the middle of a turn
-        until(lambda: not _alive(pid), BOUND, "the resumed session ended")
+        assert wait_pid_gone(pid, BOUND), "the resumed session did not end"
         assert _turn_closed(home, before["id"]), _kinds(home, before["id"])[-6:]
         _first_prompt(home, {**os.environ, **env}, allowed / "project", agent, happy_server.url)
     finally:
@@ -114,15 +114,19 @@ def _first_prompt(
 
     started = anyio.run(start)
     answered = lambda: "Echo: first words" in json.dumps(_envelopes(home, started.session_id))  # noqa: E731
-    until(answered, BOUND, "the first prompt's answer")
-    happy_id = until(lambda: _happy_id(home, server, started.session_id), BOUND, "the page's session linked")
+    until(answered, BOUND, "the first prompt's answer", changes=home)
+    linked = lambda: _happy_id(home, server, started.session_id)  # noqa: E731
+    happy_id = until(linked, BOUND, "the page's session linked", changes=home)
     agent("stop", happy_id)
-    until(lambda: not _alive(started.pid), BOUND, "the page's session stopped by the daemon")
+    assert wait_pid_gone(started.pid, BOUND), "the daemon did not stop the page's session"
     assert _turn_closed(home, started.session_id)
 
 
-def _talk(agent: Callable[..., str], happy_id: str, text: str) -> None:
+def _talk(agent: Callable[..., str], home: Path, happy_id: str, text: str) -> None:
+    """The answer in the store (waited on inotify), then in the server's history (happy-agent)."""
     agent("send", happy_id, text)
+    stored = lambda: any(f"Echo: {text}" in json.dumps(s["envelopes"]) for s in _sessions(home))  # noqa: E731
+    until(stored, BOUND, f"the answer to {text!r} in the store", changes=home)
     until(lambda: f"Echo: {text}" in agent("history", happy_id, "--json"), BOUND, f"the answer to {text!r}")
 
 

@@ -14,14 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import anyio
+
 from happy_launcher.bridge.keys.credentials import Credentials, write_credentials
 from happy_launcher.bridge.keys.crypto import b64, content_keypair
+from happy_launcher.claude.watch import make_watcher
 from tests.support import happy_server as peer
 from tests.support.app_socket import AppSocket
 from tests.support.happy_app import HappyApp
 from tests.support.happy_tui import happy_executable
 
 _T = TypeVar("_T")
+RECHECK = 1.0  # seconds: a try without a change seen, should the answer change elsewhere
 
 
 class HappyAccount:
@@ -60,11 +64,34 @@ class HappyAccount:
         subprocess.run([happy_executable(), "daemon", "stop"], env=env, timeout=30, check=False)
 
 
-def until(check: Callable[[], _T | None], bound: float, what: str) -> _T:
+def until(check: Callable[[], _T | None], bound: float, what: str, changes: Path | None = None) -> _T:
     """`check()`'s first truthy answer, tried again until `bound` seconds passed: for conditions
-    with no event to wait on, each try a real call (happy-agent, the store)."""
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline:
-        if answer := check():
+    with no event to wait on, each try a real call (happy-agent, the store). With `changes` (a
+    directory whose files change with the answer, e.g. HAPPY_HOME_DIR for the store) a try waits
+    on inotify for a change there, and tries once a second even without one, rather than spinning
+    a core that the processes under test need."""
+    if changes is None:
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            if answer := check():
+                return answer
+        raise AssertionError(f"not within {bound} s: {what}")
+
+    async def changed() -> _T:
+        return await _until_changed(check, bound, what, changes)
+
+    return anyio.run(changed)
+
+
+async def _until_changed(check: Callable[[], _T | None], bound: float, what: str, changes: Path) -> _T:
+    watcher = make_watcher()
+    try:
+        watcher.watch({changes})  # before the first try: a change made during a try is not missed
+        with anyio.move_on_after(bound):
+            while not (answer := check()):
+                await watcher.wait(RECHECK)
+                watcher.changes()
             return answer
+    finally:
+        watcher.close()
     raise AssertionError(f"not within {bound} s: {what}")
