@@ -65,10 +65,15 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def controller(home: Path) -> Iterator[FakeController]:
+def portal() -> Iterator[BlockingPortal]:
+    with start_blocking_portal("asyncio") as started:
+        yield started
+
+
+@pytest.fixture
+def controller(home: Path, portal: BlockingPortal) -> Iterator[FakeController]:
     fake = FakeController(facts(happy_session_id="hs-web", mode="remote"))
-    portal: BlockingPortal
-    with start_blocking_portal("asyncio") as portal, portal.wrap_async_context_manager(running(fake, home)):
+    with portal.wrap_async_context_manager(running(fake, home)):
         yield fake
 
 
@@ -269,3 +274,105 @@ def test_a_long_history_opens_on_its_newest_envelopes_and_loads_earlier_ones(
     assert sorted(earlier) == list(range(1, 703)) and len(earlier) == 702
     assert listing.locator('[data-seq="702"]').get_attribute("class") == "tool done"
     assert listing.locator(".turn-status", has_text="working").count() == 0
+
+
+LIMIT = 1000  # static/bounded.js: rendered envelopes in the DOM, at most
+SHOWN = "() => [...document.querySelectorAll('#transcript [data-seq]')].map(n => Number(n.dataset.seq))"
+
+
+class LiveSession:
+    """hs-web growing as a running session's does: each batch in the store and then told to the
+    control socket's subscribers (FakeController), under the same seqs. Seven envelopes a turn,
+    a tool call in each, of which four render a node (`rendered`)."""
+
+    def __init__(self, home: Path, controller: FakeController, portal: BlockingPortal) -> None:
+        self.store = SessionStore.open(home)
+        self.store.create_session(
+            "hs-web", cwd="/work/project", started_at=1, owner=this_process(os.getpid())
+        )
+        self.controller, self.portal = controller, portal
+        self.make = EnvelopeFactory(SequentialIds("live"))
+        self.last = 0
+
+    def turns(self, count: int) -> int:
+        for _ in range(count):
+            n, t = self.last // 7, 1_700_000_000_000
+            events: list[Event] = [
+                TurnStartEv(),
+                ToolCallStartEv(call=f"c{n}", name="Bash", title=f"Step {n}", description="", args={}),
+                TextEv(text=f"while step {n} runs"),
+                ToolCallEndEv(call=f"c{n}"),
+                TextEv(text=f"done with step {n}"),
+                TurnEndEv(status="completed"),
+            ]
+            made = [self.make.user_text(f"question {n}", t)]
+            made += [self.make.agent(ev, turn=f"turn{n}", time=t) for ev in events]
+            seqs = self.store.append_envelopes("hs-web", made)
+            assert self.portal.call(self.controller.commit, made) == seqs
+            self.last = seqs[-1]
+        return self.last
+
+    @staticmethod
+    def rendered(first: int, last: int) -> list[int]:
+        return [seq for seq in range(first, last + 1) if (seq - 1) % 7 in (0, 2, 3, 5)]
+
+
+def no_gap_nor_doubling(page: Any) -> list[int]:
+    """The envelopes shown: each once, and every one between the oldest and the newest shown."""
+    shown = page.evaluate(SHOWN)
+    assert len(shown) <= LIMIT
+    assert sorted(shown) == LiveSession.rendered(min(shown), max(shown)), "a gap or a doubling"
+    assert page.locator("#transcript .tool:not(.done)").count() == 0  # ends cut off by an edge kept
+    assert page.locator(".turn-status", has_text="working").count() == 0
+    return shown
+
+
+def test_a_long_live_session_keeps_a_bounded_window_that_loads_earlier_without_gap(
+    listing: Any, server: WebServer, home: Path, controller: FakeController, portal: BlockingPortal
+) -> None:
+    """4,200 envelopes live: the DOM holds at most LIMIT of them (the oldest dropped while the
+    reader follows the end); a reader scrolled up keeps their place while older ones go; "Load
+    earlier" brings back what was dropped, each once and with no gap, until the newer end is
+    dropped instead (the reader is far up), and "Show newest" brings the live end back."""
+    live = LiveSession(home, controller, portal)
+    live.turns(100)
+    listing.goto(f"{server.base}/#s=hs-web")
+    listing.wait_for_function("() => window.happy.seqs.at(-1) === 700", timeout=WAIT_MS)
+    for _ in range(50):
+        last = live.turns(10)
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
+    shown = no_gap_nor_doubling(listing)
+    assert max(shown) == last - 1 and min(shown) > 1500  # the oldest were dropped
+    assert listing.locator("#transcript *").count() < 4 * LIMIT
+    assert listing.locator("#earlier").count() == 1
+
+    # Scrolled up a little: the oldest go, what the reader sees does not move.
+    place = """() => { const n = document.querySelector('[data-seq="%d"]');
+                       return n && n.isConnected ? n.getBoundingClientRect().top : null; }"""
+    listing.evaluate("() => { const b = document.getElementById('transcript'); b.scrollTop -= 400; }")
+    anchor = listing.evaluate("""() => [...document.querySelectorAll('#transcript [data-seq]')]
+        .find(n => n.getBoundingClientRect().top > document.getElementById('transcript')
+        .getBoundingClientRect().top).dataset.seq""")
+    before = listing.evaluate(place % int(anchor))
+    last = live.turns((LIMIT - len(shown)) // 4 + 5)
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
+    assert min(no_gap_nor_doubling(listing)) > min(shown)
+    assert abs(listing.evaluate(place % int(anchor)) - before) <= 1  # scrollTop is whole pixels
+
+    # Up at the top, loading earlier pages: they come back; past the bound the newer end goes.
+    for _ in range(4):
+        listing.evaluate("() => { document.getElementById('transcript').scrollTop = 0; }")
+        oldest = min(listing.evaluate(SHOWN))
+        with listing.expect_response(lambda r: "before=" in r.url) as asked:
+            listing.click("#earlier")
+        before_seq = int(asked.value.url.split("before=")[1].split("&")[0])
+        assert before_seq <= oldest and LiveSession.rendered(before_seq, oldest - 1) == []
+        listing.wait_for_function(f"() => Math.min(...({SHOWN})()) < {oldest}", timeout=WAIT_MS)
+        shown = no_gap_nor_doubling(listing)
+        assert min(shown) == LiveSession.rendered(before_seq - 300, before_seq)[0]
+    assert max(shown) < last - 1 and listing.locator("#newest").count() == 1  # detached from live
+    last = live.turns(3)  # not shown (the page is up in older pages), but not lost either
+    listing.click("#newest")
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
+    shown = no_gap_nor_doubling(listing)
+    assert max(shown) == last - 1 and listing.locator("#newest").count() == 0
