@@ -376,3 +376,10 @@ def test_a_long_live_session_keeps_a_bounded_window_that_loads_earlier_without_g
     listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
     shown = no_gap_nor_doubling(listing)
     assert max(shown) == last - 1 and listing.locator("#newest").count() == 0
+
+    # Hidden, the page gets no animation frames: what arrives is rendered (and bounded) anyway.
+    listing.evaluate("() => { window.requestAnimationFrame = () => 0; }")
+    last = live.turns(300)
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) > {last - LIMIT}", timeout=WAIT_MS)
+    shown = sorted(listing.evaluate(SHOWN))
+    assert len(shown) <= LIMIT and shown == LiveSession.rendered(shown[0], shown[-1])

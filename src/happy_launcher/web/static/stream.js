@@ -7,7 +7,7 @@ import { renderPerms } from "./perms.js";
 import { flush } from "./transcript.js";
 import { tell } from "./notify.js";
 import { WINDOW, showEarlier } from "./earlier.js";
-import { bound } from "./bounded.js";
+import { LIMIT, bound } from "./bounded.js";
 
 export function stopStream() {
   S.gen++;
@@ -104,7 +104,9 @@ function onFrame(block) {
       S.lastSeq = id;
       if (!S.earliest) { S.earliest = id; showEarlier(); }
       S.queue.push([id, body]);
-      if (!S.flushing) { S.flushing = true; requestAnimationFrame(frame); }
+      // No animation frame comes while the page is hidden: the queue is rendered (and bounded) anyway.
+      if (S.queue.length >= LIMIT) frame();
+      else if (!S.flushing) { S.flushing = true; requestAnimationFrame(frame); }
     }
   } else if (event === "state") {
     S.facts = body;
