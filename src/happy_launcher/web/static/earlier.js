@@ -30,8 +30,8 @@ async function loadEarlier() {
     const res = await api(`/api/sessions/${encodeURIComponent(id)}/envelopes?before=${before}&limit=${WINDOW}`);
     if (!res.ok || id !== S.current || before !== S.earliest) return; // another session, or asked twice
     const { envelopes } = await res.json();
-    prepend(envelopes);
     S.earliest = envelopes.length ? envelopes[0][0] : 1;
+    prepend(envelopes); // after: a drop of the block's own oldest (bounded.js) moves S.earliest on
   } finally {
     button.disabled = false;
     showEarlier();

@@ -49,6 +49,8 @@ function container(env, view, seq) {
       view.subagents.set(env.subagent, sub);
     }
     sub.dataset.to = String(seq);
+    const turnBox = sub.closest(".turn");
+    if (turnBox) turnBox.dataset.to = String(seq);
     return sub;
   }
   return containerOf(env.turn, view, seq);
