@@ -37,10 +37,9 @@ function dropOlder(box, nodes, cut) {
     node.remove();
   }
   for (const part of box.querySelectorAll(".turn, .subagent")) if (Number(part.dataset.to) < cut) part.remove();
-  for (const block of box.querySelectorAll(".earlier-block")) if (!block.firstChild) block.remove();
   for (const [call, end] of S.ends) if (end.seq < cut) S.ends.delete(call); // loaded again with its start
   S.earliest = cut;
-  forget();
+  tidy(box);
   box.scrollTop = box.scrollHeight - fromBottom;
 }
 
@@ -48,7 +47,7 @@ function dropOlder(box, nodes, cut) {
 function dropNewer(box, nodes, last) {
   for (const node of nodes) if (seqOf(node) > last) node.remove();
   for (const part of box.querySelectorAll(".turn, .subagent")) if (Number(part.dataset.from) > last) part.remove();
-  forget();
+  tidy(box);
   S.queue = [];
   if (!S.detached) {
     S.detached = true;
@@ -59,8 +58,9 @@ function dropNewer(box, nodes, last) {
   }
 }
 
-// The live view's boxes that were dropped.
-function forget() {
+// Blocks left empty go, and the live view forgets its boxes that went.
+function tidy(box) {
+  for (const block of box.querySelectorAll(".earlier-block")) if (!block.firstChild) block.remove();
   for (const map of [S.turns, S.tools, S.subagents]) {
     for (const [key, node] of map) if (!node.isConnected) map.delete(key);
   }
