@@ -352,10 +352,11 @@ def no_gap_nor_doubling(page: Any, live: LiveSession) -> list[int]:
 def test_a_long_live_session_keeps_a_bounded_window_that_loads_earlier_without_gap(
     listing: Any, server: WebServer, home: Path, controller: FakeController, portal: BlockingPortal
 ) -> None:
-    """4,200 envelopes live: the DOM holds at most LIMIT of them (the oldest dropped while the
-    reader follows the end); a reader scrolled up keeps their place while older ones go; "Load
-    earlier" brings back what was dropped, each once and with no gap, until the newer end is
-    dropped instead (the reader is far up), and "Show newest" brings the live end back."""
+    """Thousands of envelopes live (a subagent of 1,200 among them): the DOM holds at most LIMIT
+    of them (the oldest dropped while the reader follows the end); a reader scrolled up keeps
+    their place while older ones go; "Load earlier" brings back what was dropped, each once and
+    with no gap, until the newer end is dropped instead (the reader is far up), and "Show newest"
+    brings the live end back; a hidden page (no animation frames) stays bounded too."""
     live = LiveSession(home, controller, portal)
     live.turns(100)
     listing.goto(f"{server.base}/#s=hs-web")
