@@ -6,7 +6,8 @@
   rendered in the page (the page's own clock at the frame that put it in the DOM);
   one envelope at a time, p50/p90 over --count;
 - history: page load (navigation start) -> first transcript paint, and -> all rendered, with
-  --history envelopes of history; medians over --loads page loads."""
+  --history envelopes of history; medians over --loads page loads;
+- with --grow, instead: the page's memory as a live session grows (web_growth.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from happy_launcher.control.fake import FakeController
 from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds
 from happy_launcher.protocol.events import TextEv, ToolCallEndEv, ToolCallStartEv, TurnEndEv, TurnStartEv
+from scripts.bench.web_growth import report
 from tests.support.control import facts, running
 from tests.support.web import WebServer, chromium, pair
 
@@ -58,7 +60,15 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=100, help="live envelopes, one at a time")
     parser.add_argument("--history", type=int, default=1000)
     parser.add_argument("--loads", type=int, default=10)
+    parser.add_argument("--grow", help="instead: the page's memory after N,M,... live envelopes")
+    parser.add_argument("--rounds", type=int, default=2, help="with --grow")
+    parser.add_argument("--before-src", help="with --grow: also an older tree's src/, alternating")
     args = parser.parse_args()
+    if args.grow:
+        with start_blocking_portal("asyncio") as portal, chromium() as browser:
+            marks = [int(n) for n in args.grow.split(",")]
+            report(portal, browser, marks, args.rounds, args.before_src)
+        return
     factory = EnvelopeFactory(SequentialIds("bench"))
     with tempfile.TemporaryDirectory() as tmp, start_blocking_portal("asyncio") as portal:
         home = Path(tmp)

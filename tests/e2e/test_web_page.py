@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from happy_launcher.protocol import (
     EnvelopeFactory,
     Event,
     SequentialIds,
+    StartEv,
+    StopEv,
     TextEv,
     ToolCallEndEv,
     ToolCallStartEv,
@@ -65,10 +68,15 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def controller(home: Path) -> Iterator[FakeController]:
+def portal() -> Iterator[BlockingPortal]:
+    with start_blocking_portal("asyncio") as started:
+        yield started
+
+
+@pytest.fixture
+def controller(home: Path, portal: BlockingPortal) -> Iterator[FakeController]:
     fake = FakeController(facts(happy_session_id="hs-web", mode="remote"))
-    portal: BlockingPortal
-    with start_blocking_portal("asyncio") as portal, portal.wrap_async_context_manager(running(fake, home)):
+    with portal.wrap_async_context_manager(running(fake, home)):
         yield fake
 
 
@@ -269,3 +277,134 @@ def test_a_long_history_opens_on_its_newest_envelopes_and_loads_earlier_ones(
     assert sorted(earlier) == list(range(1, 703)) and len(earlier) == 702
     assert listing.locator('[data-seq="702"]').get_attribute("class") == "tool done"
     assert listing.locator(".turn-status", has_text="working").count() == 0
+
+
+LIMIT = 1000  # static/bounded.js: rendered envelopes in the DOM, at most
+SHOWN = "() => [...document.querySelectorAll('#transcript [data-seq]')].map(n => Number(n.dataset.seq))"
+
+
+class LiveSession:
+    """hs-web growing as a running session's does: each batch in the store and then told to the
+    control socket's subscribers (FakeController), under the same seqs; `nodes`: the seqs that
+    render a node (the others start, end or name something)."""
+
+    def __init__(self, home: Path, controller: FakeController, portal: BlockingPortal) -> None:
+        self.store = SessionStore.open(home)
+        self.store.create_session(
+            "hs-web", cwd="/work/project", started_at=1, owner=this_process(os.getpid())
+        )
+        self.controller, self.portal = controller, portal
+        self.make = EnvelopeFactory(SequentialIds("live"))
+        self.last, self.n = 0, 0
+        self.nodes: list[int] = []
+
+    def commit(self, made: list[Envelope], renders: list[bool]) -> int:
+        seqs = self.store.append_envelopes("hs-web", made)
+        assert self.portal.call(self.controller.commit, made) == seqs
+        self.nodes += [seq for seq, node in zip(seqs, renders, strict=True) if node]
+        self.last = seqs[-1]
+        return self.last
+
+    def turns(self, count: int) -> int:
+        """Turns of a prompt, a tool call and two texts (one while the call runs)."""
+        for _ in range(count):
+            self.n += 1
+            n, t = self.n, 1_700_000_000_000
+            events: list[Event] = [
+                TurnStartEv(),
+                ToolCallStartEv(call=f"c{n}", name="Bash", title=f"Step {n}", description="", args={}),
+                TextEv(text=f"while step {n} runs"),
+                ToolCallEndEv(call=f"c{n}"),
+                TextEv(text=f"done with step {n}"),
+                TurnEndEv(status="completed"),
+            ]
+            made = [self.make.user_text(f"question {n}", t)]
+            made += [self.make.agent(ev, turn=f"turn{n}", time=t) for ev in events]
+            self.commit(made, [True, False, True, True, False, True, False])
+        return self.last
+
+    def subagent_turn(self, texts: int) -> int:
+        """A turn whose subagent goes on for `texts` texts, 50 at a time."""
+        self.n += 1
+        turn, t = f"turn{self.n}", 1_700_000_000_000
+        sub = partial(self.make.agent, turn=turn, time=t, subagent="sub")
+        start = self.make.agent(TurnStartEv(), turn=turn, time=t)
+        self.commit([start, sub(StartEv(title="Explore"))], [False] * 2)
+        for at in range(0, texts, 50):
+            self.commit([sub(TextEv(text=f"subagent {m}")) for m in range(at, at + 50)], [True] * 50)
+        end = self.make.agent(TurnEndEv(status="completed"), turn=turn, time=t)
+        return self.commit([sub(StopEv()), end], [False] * 2)
+
+    def rendered(self, first: int, last: int) -> list[int]:
+        return [seq for seq in self.nodes if first <= seq <= last]
+
+
+def no_gap_nor_doubling(page: Any, live: LiveSession) -> list[int]:
+    """The envelopes shown: each once, and every one between the oldest and the newest shown."""
+    shown: list[int] = page.evaluate(SHOWN)
+    assert len(shown) <= LIMIT
+    assert sorted(shown) == live.rendered(min(shown), max(shown)), "a gap or a doubling"
+    assert page.locator("#transcript .tool:not(.done)").count() == 0  # ends cut off by an edge kept
+    assert page.locator(".turn-status", has_text="working").count() == 0
+    return shown
+
+
+def test_a_long_live_session_keeps_a_bounded_window_that_loads_earlier_without_gap(
+    listing: Any, server: WebServer, home: Path, controller: FakeController, portal: BlockingPortal
+) -> None:
+    """Thousands of envelopes live (a subagent of 1,200 among them): the DOM holds at most LIMIT
+    of them (the oldest dropped while the reader follows the end); a reader scrolled up keeps
+    their place while older ones go; "Load earlier" brings back what was dropped, each once and
+    with no gap, until the newer end is dropped instead (the reader is far up), and "Show newest"
+    brings the live end back; a hidden page (no animation frames) stays bounded too."""
+    live = LiveSession(home, controller, portal)
+    live.turns(100)
+    listing.goto(f"{server.base}/#s=hs-web")
+    listing.wait_for_function("() => window.happy.seqs.at(-1) === 700", timeout=WAIT_MS)
+    for _ in range(50):
+        last = live.turns(10)
+    last = live.subagent_turn(1200)  # cut by drops while it runs
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
+    shown = no_gap_nor_doubling(listing, live)
+    assert max(shown) == last - 2 and min(shown) > 1500  # the oldest were dropped
+    assert listing.locator(".subagent").count() == 1
+    assert listing.locator("#transcript *").count() < 4 * LIMIT
+    assert listing.locator("#earlier").count() == 1
+
+    # Scrolled up a little: the oldest go, what the reader sees does not move.
+    place = """() => { const n = document.querySelector('[data-seq="%d"]');
+                       return n && n.isConnected ? n.getBoundingClientRect().top : null; }"""
+    listing.evaluate("() => { const b = document.getElementById('transcript'); b.scrollTop -= 400; }")
+    anchor = listing.evaluate("""() => [...document.querySelectorAll('#transcript [data-seq]')]
+        .find(n => n.getBoundingClientRect().top > document.getElementById('transcript')
+        .getBoundingClientRect().top).dataset.seq""")
+    before = listing.evaluate(place % int(anchor))
+    last = live.turns((LIMIT - len(shown)) // 4 + 5)
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
+    assert min(no_gap_nor_doubling(listing, live)) > min(shown)
+    assert abs(listing.evaluate(place % int(anchor)) - before) <= 1  # scrollTop is whole pixels
+
+    # Up at the top, loading earlier pages: they come back; past the bound the newer end goes.
+    for _ in range(4):
+        listing.evaluate("() => { document.getElementById('transcript').scrollTop = 0; }")
+        oldest = min(listing.evaluate(SHOWN))
+        with listing.expect_response(lambda r: "before=" in r.url) as asked:
+            listing.click("#earlier")
+        before_seq = int(asked.value.url.split("before=")[1].split("&")[0])
+        assert before_seq <= oldest and live.rendered(before_seq, oldest - 1) == []
+        listing.wait_for_function(f"() => Math.min(...({SHOWN})()) < {oldest}", timeout=WAIT_MS)
+        shown = no_gap_nor_doubling(listing, live)
+        assert min(shown) == live.rendered(before_seq - 300, before_seq)[0]
+    assert max(shown) < last - 1 and listing.locator("#newest").count() == 1  # detached from live
+    last = live.turns(3)  # not shown (the page is up in older pages), but not lost either
+    listing.click("#newest")
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) === {last}", timeout=WAIT_MS)
+    shown = no_gap_nor_doubling(listing, live)
+    assert max(shown) == last - 1 and listing.locator("#newest").count() == 0
+
+    # Hidden, the page gets no animation frames: what arrives is rendered (and bounded) anyway.
+    listing.evaluate("() => { window.requestAnimationFrame = () => 0; }")
+    last = live.turns(300)
+    listing.wait_for_function(f"() => window.happy.seqs.at(-1) > {last - LIMIT}", timeout=WAIT_MS)
+    shown = sorted(listing.evaluate(SHOWN))
+    assert len(shown) <= LIMIT and shown == live.rendered(shown[0], shown[-1])

@@ -69,7 +69,7 @@ function open(id) {
   S.subagents.clear();
   S.earliest = 0;
   S.ends.clear();
-  S.turnEnds.clear();
+  S.detached = false;
   window.happy.seqs = [];
   window.happy.earlier = [];
   $("transcript").replaceChildren();
@@ -123,6 +123,7 @@ async function main() {
   });
   $("abort").addEventListener("click", () => command("abort", {}));
   $("back").addEventListener("click", () => (location.hash = ""));
+  $("transcript").addEventListener("click", (e) => { if (e.target.id === "newest") open(S.current); });
   $("pair-new").addEventListener("click", pairAnother);
   $("pair-close").addEventListener("click", () => $("pair-dialog").close());
   $("new-session").addEventListener("click", openNewSession);

@@ -3,7 +3,8 @@
 // "Load earlier" fetches the page before the oldest shown (web/history.py) into a block at the top.
 import { $, S, el } from "./state.js";
 import { api } from "./api.js";
-import { render } from "./transcript.js";
+import { note, render } from "./transcript.js";
+import { bound } from "./bounded.js";
 
 export const WINDOW = 300; // envelopes shown first, and fetched per "Load earlier"
 
@@ -29,8 +30,8 @@ async function loadEarlier() {
     const res = await api(`/api/sessions/${encodeURIComponent(id)}/envelopes?before=${before}&limit=${WINDOW}`);
     if (!res.ok || id !== S.current || before !== S.earliest) return; // another session, or asked twice
     const { envelopes } = await res.json();
-    prepend(envelopes);
     S.earliest = envelopes.length ? envelopes[0][0] : 1;
+    prepend(envelopes); // after: a drop of the block's own oldest (bounded.js) moves S.earliest on
   } finally {
     button.disabled = false;
     showEarlier();
@@ -44,14 +45,15 @@ function prepend(envelopes) {
   const view = { root: block, turns: new Map(), tools: new Map(), subagents: new Map() };
   for (const [seq, env] of envelopes) {
     try { render(seq, env, view); } catch (e) { console.error("envelope", seq, e); }
-    window.happy.earlier.push(seq);
+    note(window.happy.earlier, seq);
   }
-  // A turn that goes on below this block has its status line there, not here.
+  // A turn that goes on below this block (it has a box there) has its status line there, not here.
   for (const [turn, turnBox] of view.turns) {
     const status = turnBox.lastElementChild;
-    const working = status.textContent === "working…";
-    if (working && (S.turns.has(turn) || S.turnEnds.has(turn))) status.remove();
+    const below = box.querySelector(`.turn[data-turn="${CSS.escape(turn)}"]`);
+    if (status.textContent === "working…" && below) status.remove();
   }
   $("earlier").after(block);
   box.scrollTop = box.scrollHeight - fromBottom;
+  bound(); // the reader is up here: the newer end goes, if any
 }

@@ -24,8 +24,8 @@ export const S = {
   tools: new Map(),
   subagents: new Map(),
   earliest: 0, // the seq of the oldest envelope shown (1: the whole history is)
-  ends: new Map(), // tool call -> how it ended, for an end whose start is not shown (yet)
-  turnEnds: new Map(), // turn -> how it ended
+  ends: new Map(), // tool call -> {status, seq} of its end, while its start is not shown (yet)
+  detached: false, // the newest envelopes were dropped (bounded.js): live ones are not shown
   told: new Set(), // attention keys already told (web/notify.py)
 };
 // For the tests and benchmarks: seqs in render order, and when each was rendered.

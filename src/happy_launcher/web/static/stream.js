@@ -7,6 +7,7 @@ import { renderPerms } from "./perms.js";
 import { flush } from "./transcript.js";
 import { tell } from "./notify.js";
 import { WINDOW, showEarlier } from "./earlier.js";
+import { LIMIT, bound } from "./bounded.js";
 
 export function stopStream() {
   S.gen++;
@@ -80,6 +81,11 @@ async function readStream(id, gen) {
   }
 }
 
+function frame() {
+  flush();
+  if (bound()) showEarlier();
+}
+
 function onFrame(block) {
   let event = "message", data = "", id = null;
   for (const line of block.split("\n")) {
@@ -94,11 +100,13 @@ function onFrame(block) {
   if (!data) return false;
   const body = JSON.parse(data);
   if (event === "envelope") {
-    if (id > S.lastSeq) { // never twice, whatever a reconnect replays
+    if (id > S.lastSeq && !S.detached) { // never twice, whatever a reconnect replays
       S.lastSeq = id;
       if (!S.earliest) { S.earliest = id; showEarlier(); }
       S.queue.push([id, body]);
-      if (!S.flushing) { S.flushing = true; requestAnimationFrame(flush); }
+      // No animation frame comes while the page is hidden: the queue is rendered (and bounded) anyway.
+      if (S.queue.length >= LIMIT) frame();
+      else if (!S.flushing) { S.flushing = true; requestAnimationFrame(frame); }
     }
   } else if (event === "state") {
     S.facts = body;

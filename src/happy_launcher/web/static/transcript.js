@@ -10,6 +10,13 @@ export function liveView() {
   return { root: $("transcript"), turns: S.turns, tools: S.tools, subagents: S.subagents };
 }
 
+// The test hooks keep the last NOTED seqs: they do not grow with history either.
+const NOTED = 5000;
+export function note(seqs, seq) {
+  seqs.push(seq);
+  if (seqs.length > NOTED) seqs.splice(0, NOTED / 2);
+}
+
 export function flush() {
   S.flushing = false;
   const box = $("transcript");
@@ -19,39 +26,48 @@ export function flush() {
   const view = liveView();
   for (const [seq, env] of batch) {
     try { render(seq, env, view); } catch (e) { console.error("envelope", seq, e); }
-    window.happy.seqs.push(seq);
+    note(window.happy.seqs, seq);
   }
   if (stick) box.scrollTop = box.scrollHeight;
   const now = performance.timeOrigin + performance.now();
   for (const [seq] of batch) window.happy.rendered.push([seq, now]);
-  if (window.happy.rendered.length > 5000) window.happy.rendered.splice(0, 2500);
+  if (window.happy.rendered.length > NOTED) window.happy.rendered.splice(0, NOTED / 2);
   if (window.happy.firstPaint === null && batch.length) window.happy.firstPaint = performance.now();
 }
 
-function container(env, view) {
+// Each turn and subagent box knows the seqs of its first and last envelopes (bounded.js drops a
+// box once all of them are out of the window).
+function container(env, view, seq) {
   if (env.subagent) {
     let sub = view.subagents.get(env.subagent);
     if (!sub) {
       sub = el("details", "subagent");
+      sub.dataset.from = String(seq);
       sub.open = true;
       sub.append(el("summary", "", "Subagent"), el("div", "body"));
-      put(containerOf(env.turn, view), sub);
+      put(containerOf(env.turn, view, seq), sub);
       view.subagents.set(env.subagent, sub);
     }
+    sub.dataset.to = String(seq);
+    const turnBox = sub.closest(".turn");
+    if (turnBox) turnBox.dataset.to = String(seq);
     return sub;
   }
-  return containerOf(env.turn, view);
+  return containerOf(env.turn, view, seq);
 }
 
-function containerOf(turn, view) {
+function containerOf(turn, view, seq) {
   if (!turn) return view.root;
   let box = view.turns.get(turn);
   if (!box) {
     box = el("div", "turn");
+    box.dataset.turn = turn;
+    box.dataset.from = String(seq);
     box.append(el("div", "turn-status", "working…"));
     view.root.append(box);
     view.turns.set(turn, box);
   }
+  box.dataset.to = String(seq);
   return box;
 }
 
@@ -62,15 +78,23 @@ function put(parent, node) {
   else parent.append(node);
 }
 
-function toolEnded(tool, status) {
+// `status`: the envelope's, or a name this gave before ("done", "failed", ...); `seq`: the end's.
+function toolEnded(tool, status, seq) {
   const end = TOOL_ENDS[status] || "done";
   tool.classList.add(end);
   tool.querySelector(".status").textContent = end;
+  tool.dataset.ended = end;
+  tool.dataset.end = String(seq);
+}
+
+// A tool call shown outside this view: in an earlier block, when its end comes live.
+function shownTool(call) {
+  return $("transcript").querySelector(`.tool[data-call="${CSS.escape(call)}"]`);
 }
 
 export function render(seq, env, view) {
   const ev = env.ev;
-  const parent = container(env, view);
+  const parent = container(env, view, seq);
   let node = null;
   switch (ev.t) {
     case "text":
@@ -94,14 +118,16 @@ export function render(seq, env, view) {
       summary.append(el("span", "status", "running"), el("b", "", ev.title || ev.name));
       node.append(summary, el("pre", "", JSON.stringify(ev.args, null, 2)));
       node.dataset.tool = ev.name;
+      node.dataset.call = ev.call;
       view.tools.set(ev.call, node);
-      if (S.ends.has(ev.call)) toolEnded(node, S.ends.get(ev.call));
+      const ended = S.ends.get(ev.call);
+      if (ended) { toolEnded(node, ended.status, ended.seq); S.ends.delete(ev.call); }
       break;
     }
     case "tool-call-end": {
-      const tool = view.tools.get(ev.call);
-      if (tool) toolEnded(tool, ev.status);
-      else S.ends.set(ev.call, ev.status);
+      const tool = view.tools.get(ev.call) || shownTool(ev.call);
+      if (tool) toolEnded(tool, ev.status, seq);
+      else S.ends.set(ev.call, { status: ev.status, seq });
       return;
     }
     case "file":
@@ -110,7 +136,6 @@ export function render(seq, env, view) {
     case "turn-start":
       return; // the turn's box is made by container()
     case "turn-end": {
-      S.turnEnds.set(env.turn, ev.status);
       const status = view.turns.get(env.turn)?.querySelector(".turn-status");
       if (status) { status.textContent = `turn ${ev.status}`; status.className = `turn-status ${ev.status}`; }
       return;
