@@ -3,8 +3,8 @@
 The reader keeps the key of every record it has read and the mirror of every record it has
 mapped: with a `set` of strings a uuid key costs ~160 bytes (its string, shared by both sets,
 and a slot in each), so a 100 MB history held ~18 MB of keys. Claude's keys are nearly all
-uuids (36 characters): those are kept packed, as their 36 bytes of UTF-8, in byte buckets (~42
-bytes a key), any other key as it is in a plain set.
+uuids in canonical text (36 lowercase characters), which 16 bytes hold exactly: those are kept
+packed in byte buckets (~25 bytes a key), any other key as it is in a plain set.
 
 The buckets are an extendible hash table (a bucket that fills up splits in two by one more bit
 of its keys' hashes, the directory doubling when needed): no rehash of the whole set, so no
@@ -13,9 +13,10 @@ pause grows with it, and a lookup scans at most about a kilobyte.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, MutableSet
 
-_SIZE = 36  # bytes of a packed key: a uuid's text
+_SIZE = 16  # bytes of a packed key: a uuid
 _SPLIT = 32 * _SIZE  # a bucket this full splits
 
 
@@ -28,7 +29,7 @@ class _Bucket:
 
 
 class KeySet(MutableSet[str]):
-    """A set of strings, compact for those of 36 bytes (uuids)."""
+    """A set of strings, compact for uuids."""
 
     __slots__ = ("_depth", "_dir", "_other", "_packed")
 
@@ -41,7 +42,7 @@ class KeySet(MutableSet[str]):
             self.add(key)
 
     def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str) or len(packed := key.encode()) != _SIZE:
+        if not isinstance(key, str) or (packed := _pack(key)) is None:
             return key in self._other
         data = self._dir[hash(packed) & ((1 << self._depth) - 1)].data
         at = data.find(packed)
@@ -52,7 +53,7 @@ class KeySet(MutableSet[str]):
 
     def insert(self, key: str) -> bool:
         """Add `key`; False if it was there already (one lookup for both)."""
-        if len(packed := key.encode()) != _SIZE:
+        if (packed := _pack(key)) is None:
             size = len(self._other)
             self._other.add(key)
             return len(self._other) > size
@@ -69,7 +70,7 @@ class KeySet(MutableSet[str]):
         return True
 
     def discard(self, key: str) -> None:
-        if len(packed := key.encode()) != _SIZE:
+        if (packed := _pack(key)) is None:
             self._other.discard(key)
             return
         data = self._dir[hash(packed) & ((1 << self._depth) - 1)].data
@@ -88,7 +89,7 @@ class KeySet(MutableSet[str]):
                 seen.add(id(bucket))
                 data = bytes(bucket.data)
                 for at in range(0, len(data), _SIZE):
-                    yield data[at : at + _SIZE].decode()
+                    yield str(uuid.UUID(bytes=data[at : at + _SIZE]))
 
     def _split(self, bucket: _Bucket, key_hash: int) -> None:
         if bucket.depth == self._depth:
@@ -98,12 +99,24 @@ class KeySet(MutableSet[str]):
             self._depth += 1
         bit = 1 << bucket.depth
         low, high = _Bucket(bucket.depth + 1), _Bucket(bucket.depth + 1)
-        data = bucket.data
+        data = bytes(bucket.data)
         for at in range(0, len(data), _SIZE):
-            packed = bytes(data[at : at + _SIZE])
+            packed = data[at : at + _SIZE]
             (high if hash(packed) & bit else low).data += packed
         for index in range(key_hash & (bit - 1), len(self._dir), bit):
             self._dir[index] = high if index & bit else low
+
+
+def _pack(key: str) -> bytes | None:
+    """A uuid's 16 bytes, if `key` is one in canonical text (its only text for those bytes)."""
+    if len(key) != 36 or not key[8] == key[13] == key[18] == key[23] == "-":
+        return None
+    digits = key.replace("-", "")
+    try:
+        packed = bytes.fromhex(digits)
+    except ValueError:
+        return None
+    return packed if packed.hex() == digits else None  # lowercase, no spaces
 
 
 def _find(data: bytearray, packed: bytes) -> int:
