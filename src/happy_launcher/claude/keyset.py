@@ -112,11 +112,13 @@ def _pack(key: str) -> bytes | None:
     if len(key) != 36 or not key[8] == key[13] == key[18] == key[23] == "-":
         return None
     digits = key.replace("-", "")
+    if not (digits.islower() or digits.isdigit()):  # capitals: another text of the same bytes
+        return None
     try:
         packed = bytes.fromhex(digits)
     except ValueError:
         return None
-    return packed if packed.hex() == digits else None  # lowercase, no spaces
+    return packed if len(packed) == 16 else None  # spaces, which fromhex skips, leave fewer
 
 
 def _find(data: bytearray, packed: bytes) -> int:

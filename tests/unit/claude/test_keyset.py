@@ -14,6 +14,7 @@ from happy_launcher.claude.keyset import KeySet
 POOL = [
     "0b7e3c1a-5d2f-4e6a-9b8c-1d2e3f4a5b6c",
     "0B7E3C1A-5D2F-4E6A-9B8C-1D2E3F4A5B6C",
+    "0b7e3c1a-5d2f-4e6a-9b8c-1d2e3f4a5B6c",
     "11111111-1111-1111-1111-111111111111",
     "22222222-2222-2222-2222-222222222222",
     "11111111-1111-1111-2222-222222222222",  # the end of the first and the start of the second
