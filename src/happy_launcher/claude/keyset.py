@@ -8,7 +8,7 @@ packed in byte buckets (~25 bytes a key), any other key as it is in a plain set.
 
 The buckets are an extendible hash table (a bucket that fills up splits in two by one more bit
 of its keys' hashes, the directory doubling when needed): no rehash of the whole set, so no
-pause grows with it, and a lookup scans at most about a kilobyte.
+pause grows with it, and a lookup scans about 512 bytes at most.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ _SPLIT = 32 * _SIZE  # a bucket this full splits
 class _Bucket:
     __slots__ = ("data", "depth")
 
-    def __init__(self, depth: int, data: bytearray | None = None) -> None:
+    def __init__(self, depth: int) -> None:
         self.depth = depth  # the bucket's keys share the low `depth` bits of their hashes
-        self.data = data if data is not None else bytearray()
+        self.data = bytearray()  # its keys, _SIZE bytes each
 
 
 class KeySet(MutableSet[str]):
@@ -36,7 +36,7 @@ class KeySet(MutableSet[str]):
     def __init__(self, keys: Iterable[str] = ()) -> None:
         self._dir = [_Bucket(0)]  # indexed by the low `_depth` bits of a packed key's hash
         self._depth = 0
-        self._other: set[str] = set()  # keys of another size
+        self._other: set[str] = set()  # any key that is not a uuid in canonical text
         self._packed = 0
         for key in keys:
             self.add(key)
