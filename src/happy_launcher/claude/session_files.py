@@ -29,6 +29,7 @@ from pathlib import Path
 
 import orjson
 
+from happy_launcher.claude.keyset import KeySet
 from happy_launcher.claude.records import (
     Malformed,
     Record,
@@ -116,12 +117,10 @@ def _touches_subagents(main: _MainFile, changed: Set[str]) -> bool:
 
 
 class SessionFiles:
-    def __init__(
-        self, processed: set[str] | None = None, *, clock: Callable[[], float] | None = None
-    ) -> None:
+    def __init__(self, processed: KeySet | None = None, *, clock: Callable[[], float] | None = None) -> None:
         """`clock` (monotonic seconds) makes this a live reader, which may hold records back
         briefly (see the module docstring); without one, files are read as finished."""
-        self.processed: set[str] = processed if processed is not None else set()
+        self.processed = processed if processed is not None else KeySet()
         self.stats = ReadStats()
         self._mains: dict[Path, _MainFile] = {}
         self._clock = clock
@@ -267,11 +266,9 @@ class SessionFiles:
 
     def _fresh(self, record: Record) -> bool:
         key = record_key(record)
-        if key is not None:
-            if key in self.processed:
-                self.stats.duplicates += 1
-                return False
-            self.processed.add(key)
+        if key is not None and not self.processed.insert(key):
+            self.stats.duplicates += 1
+            return False
         self.stats.records += 1
         if record.invalid_utf8:
             self.stats.invalid_utf8 += 1

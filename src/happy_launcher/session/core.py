@@ -20,6 +20,7 @@ from typing import Self
 
 import orjson
 
+from happy_launcher.claude.keyset import KeySet
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.mapper_state import MapperState
 from happy_launcher.claude.records import Record
@@ -124,12 +125,12 @@ class Session:
     def _bind(self, earlier: SessionInfo | None, transcript: Path | None = None) -> None:
         owner = this_process(os.getpid())
         state: MapperState | None = None
-        seen: set[str] = set()
+        seen = KeySet()  # every record's key, for the whole run: compact
         if earlier is not None and self._adoptable(earlier):
             self.id = earlier.id
             saved = self.store.load_mapper_state(earlier.id)
             state = MapperState.from_dict(orjson.loads(saved)) if saved is not None else None
-            seen = self.store.processed_keys(earlier.id)
+            seen = KeySet(self.store.processed_keys(earlier.id))
             self.store.reopen_session(earlier.id, owner=owner)
             self._adopted = True
             if transcript is not None and (leaf := unanswered_prompt(transcript)) is not None:

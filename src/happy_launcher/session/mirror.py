@@ -6,7 +6,7 @@ and the dedupe keys (design §5); `happy replay` runs the same loop over a finis
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, MutableSet, Sequence
 from contextlib import contextmanager
 
 from happy_launcher.claude.mapper import Mapper
@@ -30,7 +30,7 @@ class Mirror:
         sink: EnvelopeSink,
         clock: Clock | None,
         *,
-        seen: set[str] | None = None,
+        seen: MutableSet[str] | None = None,
         inbound: InboundLedger | None = None,
     ) -> None:
         self.mapper = mapper

@@ -78,7 +78,7 @@ def test_known_history_of_main_and_subagents_is_indexed_not_sent(tmp_path: Path)
     files = SessionFiles()
     files.add_main(main, known={main: main.stat().st_size, sub: sub.stat().st_size})
     assert uuids(files) == []
-    assert files.processed == {"u1", "a1", "s1"}
+    assert set(files.processed) == {"u1", "a1", "s1"}
     write_jsonl(main, [user("u2", "new")], append=True)
     jsonl, _ = subagent_paths(main, "x")
     write_jsonl(jsonl, [assistant("s2", isSidechain=True)], append=True)
