@@ -39,7 +39,10 @@ class LineTail:
     _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
     _ident: tuple[int, int] | None = None
     _size: int = 0  # the file's size at the last read
-    _fd: int = -1  # the file as last opened, kept open between reads (closed with the tail)
+    # Keep the file open between reads (closed with the tail): for the few files read once per
+    # record Claude writes (its main transcripts), not for every subagent's (descriptors are few).
+    keep_open: bool = False
+    _fd: int = -1  # the file as last opened, while kept open
 
     def read_lines(self, chunk: int = CHUNK, *, known_only: bool = False) -> list[bytes]:
         """The complete lines (without newlines) appended since the last call, up to ~`chunk`
@@ -51,28 +54,33 @@ class LineTail:
         if opened is None:
             return []
         fd, size = opened
-        # Up to the size seen now: no read at the end of the file, no buffer larger than what
-        # is there (a 256 KB one costs more than reading a record).
-        end = min(size, self.known_size) if known_only else size
-        self._size = size
-        while self.offset < end and (data := os.pread(fd, min(chunk, end - self.offset), self.offset)):
-            self.offset += len(data)
-            lines = self._split(data)
-            if lines:  # else the chunk was the middle of a long line: read on
-                return lines
-        return []
+        try:
+            # Up to the size seen now: no read at the end of the file, no buffer larger than
+            # what is there (a 256 KB one costs more than reading a record).
+            end = min(size, self.known_size) if known_only else size
+            self._size = size
+            while self.offset < end and (data := os.pread(fd, min(chunk, end - self.offset), self.offset)):
+                self.offset += len(data)
+                lines = self._split(data)
+                if lines:  # else the chunk was the middle of a long line: read on
+                    return lines
+            return []
+        finally:
+            if not self.keep_open:
+                self._close()
 
     def _opened(self) -> tuple[int, int] | None:
-        """(fd, size) of the file at `path` now, None if there is none. The live scanner reads
-        once per record Claude writes: while the path names the file already open, one `stat`
-        replaces an open, fstat and close; a new file there (replaced) is opened afresh."""
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        if self._fd >= 0 and (st.st_dev, st.st_ino) == self._ident:
-            self._check_identity(st)  # the same file: truncated, perhaps
-            return self._fd, st.st_size
+        """(fd, size) of the file at `path` now, None if there is none. Kept open: while the
+        path names the file already open, one `stat` replaces an open, fstat and close; a new
+        file there (replaced) is opened afresh."""
+        if self.keep_open and self._fd >= 0:
+            try:
+                st = self.path.stat()
+            except FileNotFoundError:
+                return None
+            if (st.st_dev, st.st_ino) == self._ident:
+                self._check_identity(st)  # the same file: truncated, perhaps
+                return self._fd, st.st_size
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:

@@ -69,12 +69,12 @@ def _descriptors_of(path: Path) -> int:
     return count
 
 
-def test_the_file_stays_open_between_reads_until_replaced_or_dropped(tmp_path: Path) -> None:
-    # One descriptor per tail, not one open and close per read (the live scanner reads once per
-    # record Claude writes); a file renamed over it is opened in its place.
+def test_a_kept_file_stays_open_between_reads_until_replaced_or_dropped(tmp_path: Path) -> None:
+    # One descriptor per main transcript, not one open and close per read (the live scanner
+    # reads once per record Claude writes); a file renamed over it is opened in its place.
     p = tmp_path / "t.jsonl"
     p.write_bytes(b"1\n")
-    tail = LineTail(p)
+    tail = LineTail(p, keep_open=True)
     assert read_all(tail) == [b"1"]
     with p.open("ab") as f:
         f.write(b"2\n")
@@ -87,6 +87,9 @@ def test_the_file_stays_open_between_reads_until_replaced_or_dropped(tmp_path: P
     assert read_all(tail) == [b"new"]
     assert _descriptors_of(p) == 1  # the old file's descriptor was closed
     del tail
+    assert _descriptors_of(p) == 0
+    other_tail = LineTail(p)  # the default: open only while reading
+    assert read_all(other_tail) == [b"new"]
     assert _descriptors_of(p) == 0
 
 
