@@ -19,6 +19,7 @@ shared machine compare the rows of one run rather than figures across runs.
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing
 import os
 import random
@@ -90,8 +91,11 @@ def session_lines(golden: list[bytes], session: int, count: int) -> list[tuple[s
     return out
 
 
-def mirror(home: Path, transcript: Path, count: int, ready: Event, start: Event, out: Path) -> None:
-    """One session's mirror (a child process): commit times by uuid, CPU seconds, RSS."""
+def mirror(
+    home: Path, transcript: Path, count: int, ready: Event, start: Event, out: Path, profile: Path | None
+) -> None:
+    """One session's mirror (a child process): commit times by uuid, CPU seconds, RSS; with
+    `profile`, a cProfile of its whole run written there."""
     committed: dict[str, int] = {}
     commits: list[float] = []  # wall ms of each store transaction (the wait for the lock included)
 
@@ -121,6 +125,7 @@ def mirror(home: Path, transcript: Path, count: int, ready: Event, start: Event,
             if len(committed) >= count:
                 done.set()
 
+        gc.freeze()  # as `happy claude` does once its session is set up (local/tracker.py)
         async with anyio.create_task_group() as tg:
             await tg.start(scanner.run, deliver)
             ready.set()
@@ -134,7 +139,14 @@ def mirror(home: Path, transcript: Path, count: int, ready: Event, start: Event,
         session.close()
         return cpu
 
-    cpu = anyio.run(main)
+    if profile is None:
+        cpu = anyio.run(main)
+    else:
+        import cProfile
+
+        with cProfile.Profile() as prof:
+            cpu = anyio.run(main)
+        prof.dump_stats(profile)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB -> MB
     out.write_bytes(orjson.dumps({"committed": committed, "cpu": cpu, "rss": rss, "commits": commits}))
 
@@ -172,7 +184,9 @@ def fake_claude(
     out.write_bytes(orjson.dumps(stamps))
 
 
-def run(cfg: Config, seconds: float, rate: float, window: float, golden: list[bytes]) -> Result:
+def run(
+    cfg: Config, seconds: float, rate: float, window: float, golden: list[bytes], profile: Path | None = None
+) -> Result:
     count = int(seconds * rate)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -187,7 +201,8 @@ def run(cfg: Config, seconds: float, rate: float, window: float, golden: list[by
         procs = []
         for i, (home, transcript) in enumerate(plans):
             ready = _FORK.Event()
-            args = (home, transcript, count, ready, start, root / f"mirror{i}.json")
+            profiled = profile if i == 0 else None
+            args = (home, transcript, count, ready, start, root / f"mirror{i}.json", profiled)
             proc = _FORK.Process(target=mirror, args=args)
             proc.start()
             if not ready.wait(60):
@@ -237,6 +252,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=5, help="records per second per session")
     parser.add_argument("--window", type=float, default=55, help="ms within which `step` sessions append")
     parser.add_argument("--rounds", type=int, default=1, help="repeat the whole matrix (rows alternate)")
+    parser.add_argument(
+        "--profile", type=Path, help="write a cProfile of the first mirror here (the last run's; pstats)"
+    )
     args = parser.parse_args()
     golden = golden_lines()
     configs = [
@@ -253,7 +271,7 @@ def main() -> None:
     )
     for _ in range(args.rounds):
         for cfg in configs:
-            r = run(cfg, args.seconds, args.rate, args.window / 1e3, golden)
+            r = run(cfg, args.seconds, args.rate, args.window / 1e3, golden, args.profile)
             print(
                 f"{cfg.n:>3} {cfg.layout:8} {cfg.phases:6} {cfg.store:11} {len(r.latencies):>6} "
                 f"{pct(r.latencies, 50):7.2f} {pct(r.latencies, 99):7.2f} {max(r.latencies):7.1f} "

@@ -138,7 +138,7 @@ class SessionFiles:
         path = path.absolute()
         if path in self._mains:
             return False
-        tail = LineTail(path, known_size=known.get(path, 0))
+        tail = LineTail(path, known_size=known.get(path, 0), keep_open=True)
         self._mains[path] = _MainFile(tail, path.with_suffix("") / "subagents", known, os.fspath(path))
         return True
 

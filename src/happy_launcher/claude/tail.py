@@ -39,6 +39,10 @@ class LineTail:
     _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
     _ident: tuple[int, int] | None = None
     _size: int = 0  # the file's size at the last read
+    # Keep the file open between reads (closed with the tail): for the few files read once per
+    # record Claude writes (its main transcripts), not for every subagent's (descriptors are few).
+    keep_open: bool = False
+    _fd: int = -1  # the file as last opened, while kept open
 
     def read_lines(self, chunk: int = CHUNK, *, known_only: bool = False) -> list[bytes]:
         """The complete lines (without newlines) appended since the last call, up to ~`chunk`
@@ -46,17 +50,15 @@ class LineTail:
 
         `known_only`: only the lines that end within the first `known_size` bytes; a line still
         unfinished there is completed (and returned) by a later plain call. Read those first."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
+        opened = self._opened()
+        if opened is None:
             return []
+        fd, size = opened
         try:
-            st = os.fstat(fd)
-            self._check_identity(st)
             # Up to the size seen now: no read at the end of the file, no buffer larger than
             # what is there (a 256 KB one costs more than reading a record).
-            end = min(st.st_size, self.known_size) if known_only else st.st_size
-            self._size = st.st_size
+            end = min(size, self.known_size) if known_only else size
+            self._size = size
             while self.offset < end and (data := os.pread(fd, min(chunk, end - self.offset), self.offset)):
                 self.offset += len(data)
                 lines = self._split(data)
@@ -64,7 +66,38 @@ class LineTail:
                     return lines
             return []
         finally:
+            if not self.keep_open:
+                self._close()
+
+    def _opened(self) -> tuple[int, int] | None:
+        """(fd, size) of the file at `path` now, None if there is none. Kept open: while the
+        path names the file already open, one `stat` replaces an open, fstat and close; a new
+        file there (replaced) is opened afresh."""
+        if self.keep_open and self._fd >= 0:
+            try:
+                st = self.path.stat()
+            except FileNotFoundError:
+                return None
+            if (st.st_dev, st.st_ino) == self._ident:
+                self._check_identity(st)  # the same file: truncated, perhaps
+                return self._fd, st.st_size
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        self._close()
+        self._fd = fd
+        st = os.fstat(fd)  # this file's own size: the path may have moved on since
+        self._check_identity(st)
+        return fd, st.st_size
+
+    def _close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
             os.close(fd)
+
+    def __del__(self) -> None:
+        self._close()
 
     @property
     def known_left(self) -> bool:

@@ -37,7 +37,7 @@ _IN_ISDIR = 0x40000000
 _IN_ARRIVED = 0x100 | 0x080  # created, moved in
 _IN_Q_OVERFLOW = 0x4000  # events were lost
 _MAX_CHANGED = 256  # more changed paths than that: say "unknown", the caller reads everything
-_BUFFER = 65536
+_BUFFER = 4096  # ~100 events; more are read by a second read (a 64 KB buffer costs more per wake-up)
 _MAX_EVENT = 16 + 256  # struct inotify_event + NAME_MAX + 1
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (+ name)
 _log = logging.getLogger(__name__)
@@ -122,6 +122,7 @@ class InotifyWatcher:
         self._recheck = False  # directories not watched yet may exist now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready: asyncio.Event | None = None  # asyncio: set when a wait may return
+        self._timer: asyncio.TimerHandle | None = None  # asyncio: ends the current wait at the latest
         self._scope: anyio.CancelScope | None = None  # other backends: the wait `wake` cancels
         self._woken = False
         self._changed: set[str] | None = None  # see `changes`; nothing is known at first
@@ -180,12 +181,8 @@ class InotifyWatcher:
         if ready is None:
             await self._wait_portably(within)
         elif not self._woken and not ready.is_set():  # set: events came (drained) since the last wait
-            assert self._loop is not None  # registered with it
-            timer = self._loop.call_later(within, self._timed_out)
-            try:
-                await ready.wait()
-            finally:
-                timer.cancel()
+            self._arm(within)
+            await ready.wait()
         if ready is not None:
             ready.clear()
         self._woken = False
@@ -211,7 +208,20 @@ class InotifyWatcher:
         changed, self._changed = self._changed, set()
         return changed
 
+    def _arm(self, within: float) -> None:
+        """Make the wait end within `within` s. A timer already due by then is kept (no new
+        one per wake-up, and there is one per record Claude writes): a wait may end early, in a
+        read of everything, at most once per timer (the safety poll's re-read, no more)."""
+        assert self._loop is not None  # registered with it
+        deadline = self._loop.time() + within
+        if self._timer is not None:
+            if self._timer.when() <= deadline:
+                return
+            self._timer.cancel()
+        self._timer = self._loop.call_at(deadline, self._timed_out)
+
     def _timed_out(self) -> None:
+        self._timer = None
         self._unknown()
         if self._ready is not None:
             self._ready.set()
@@ -244,6 +254,9 @@ class InotifyWatcher:
         return self._ready
 
     def _unregister(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._loop is not None and not self._loop.is_closed():
             self._loop.remove_reader(self._fd)
         self._loop = None

@@ -174,7 +174,10 @@ class Session:
         return True
 
     def _sinks(self) -> list[EnvelopeSink]:
-        return [] if self._events is None else [BackgroundSink(JsonLinesSink(self._events))]
+        if self._events is None:
+            return []
+        sink = JsonLinesSink(self._events)
+        return [sink if self._events.regular else BackgroundSink(sink)]  # see `EventsOutput.regular`
 
     def _sweep(self, home: Path) -> None:
         """End what dead launchers left behind; a failure here must not stop this session."""

@@ -8,6 +8,7 @@ output), and envelopes mixed into it would corrupt both.
 from __future__ import annotations
 
 import os
+import stat
 from typing import NamedTuple
 
 from happy_launcher.errors import UsageError
@@ -20,6 +21,9 @@ class EventsOutput(NamedTuple):
     fd: int
     name: str  # for messages: "events file PATH" or "events fd:N"
     owned: bool  # opened by us, so closed by us
+    # A regular file: written in line, as the store is (a thread woken per batch costs more than
+    # the write); anything else (a pipe, a socket) may have a slow reader: from a thread.
+    regular: bool = False
 
     def close(self) -> None:
         if self.owned:
@@ -38,7 +42,7 @@ def open_events_output(spec: str) -> EventsOutput:
         fd = os.open(spec, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         raise UsageError(f"cannot open events file {spec} ({exc.strerror or exc}): {_HINT}") from None
-    return EventsOutput(fd, f"events file {spec}", owned=True)
+    return EventsOutput(fd, f"events file {spec}", owned=True, regular=_is_regular(fd))
 
 
 def _inherited_fd(spec: str) -> EventsOutput:
@@ -58,4 +62,8 @@ def _inherited_fd(spec: str) -> EventsOutput:
         raise UsageError(f"--happy-events {spec}: fd {fd} is open for reading only: {_HINT}")
     # It is ours: Claude (and what it leaves running) must not hold the reader's pipe open.
     os.set_inheritable(fd, False)
-    return EventsOutput(fd, f"events {spec}", owned=False)
+    return EventsOutput(fd, f"events {spec}", owned=False, regular=_is_regular(fd))
+
+
+def _is_regular(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)

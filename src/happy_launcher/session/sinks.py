@@ -77,9 +77,10 @@ class MemorySink:
 
 class BackgroundSink:
     """Writes another sink's batches from a thread of its own, in order, so that a slow reader (a
-    pipe drained slowly, a stalled disk) never holds up the session's event loop, and with it
-    Claude's messages. A failure in the thread is raised by the next `write` or by `close`; so is
-    a backlog beyond `limit` envelopes (the reader is too slow to keep up)."""
+    pipe drained slowly) never holds up the session's event loop, and with it Claude's messages
+    (a regular file is written in line: `EventsOutput.regular`). A failure in the thread is
+    raised by the next `write` or by `close`; so is a backlog beyond `limit` envelopes (the
+    reader is too slow to keep up)."""
 
     def __init__(self, sink: EnvelopeSink, *, limit: int = 100_000, close_wait: float = 5.0) -> None:
         self._sink = sink

@@ -290,10 +290,12 @@ class SessionStore(ResumeStore, HappyLinkStore):
             first = self._next_seq.get(session_id) or session_next_seq(conn, "envelopes", session_id)
             seqs = _insert(conn, session_id, first, bodies, keys, mapper_state)
             # The first delivery stands: a message taken again (a record re-read) keeps its time.
-            conn.executemany(
-                "UPDATE inbound SET delivered_at = ? WHERE session = ? AND seq = ? AND delivered_at IS NULL",
-                marks,
-            )
+            if marks:  # rare: no statement at all for the batches without
+                conn.executemany(
+                    "UPDATE inbound SET delivered_at = ? "
+                    "WHERE session = ? AND seq = ? AND delivered_at IS NULL",
+                    marks,
+                )
         self._next_seq[session_id] = first + len(bodies)  # committed
         return seqs
 
@@ -364,12 +366,14 @@ def _insert(
 ) -> list[int]:
     """Inside a write transaction: envelopes from seq `first`, processed keys, mapper state."""
     seqs = list(range(first, first + len(bodies)))
-    conn.executemany(
-        "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
-        [(session_id, seq, *body) for seq, body in zip(seqs, bodies, strict=True)],
-    )
-    # OR IGNORE: marking a key twice is harmless (a record re-read after a restart).
-    conn.executemany("INSERT OR IGNORE INTO processed_keys (session, key) VALUES (?, ?)", keys)
+    if bodies:  # a batch of keys alone (records that map to nothing) runs no statement for them
+        conn.executemany(
+            "INSERT INTO envelopes (session, seq, id, time, body) VALUES (?, ?, ?, ?, ?)",
+            [(session_id, seq, *body) for seq, body in zip(seqs, bodies, strict=True)],
+        )
+    if keys:
+        # OR IGNORE: marking a key twice is harmless (a record re-read after a restart).
+        conn.executemany("INSERT OR IGNORE INTO processed_keys (session, key) VALUES (?, ?)", keys)
     if mapper_state is not None:
         update_session(conn, session_id, "mapper_state = ?", (mapper_state,))
     return seqs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -57,6 +58,39 @@ def test_replaced_file_is_read_from_the_start(tmp_path: Path) -> None:
     other.replace(p)
     assert read_all(tail) == [b"new-1", b"new-2", b"new-3"]
     assert tail.stats.replaced == 1
+
+
+def _descriptors_of(path: Path) -> int:
+    fds = Path("/proc/self/fd")
+    count = 0
+    for fd in os.listdir(fds):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            count += os.readlink(fds / fd) in (os.fspath(path), f"{path} (deleted)")
+    return count
+
+
+def test_a_kept_file_stays_open_between_reads_until_replaced_or_dropped(tmp_path: Path) -> None:
+    # One descriptor per main transcript, not one open and close per read (the live scanner
+    # reads once per record Claude writes); a file renamed over it is opened in its place.
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"1\n")
+    tail = LineTail(p, keep_open=True)
+    assert read_all(tail) == [b"1"]
+    with p.open("ab") as f:
+        f.write(b"2\n")
+    assert _descriptors_of(p) == 1
+    assert read_all(tail) == [b"2"]
+    assert _descriptors_of(p) == 1
+    other = tmp_path / "new.jsonl"
+    other.write_bytes(b"new\n")
+    other.replace(p)
+    assert read_all(tail) == [b"new"]
+    assert _descriptors_of(p) == 1  # the old file's descriptor was closed
+    del tail
+    assert _descriptors_of(p) == 0
+    other_tail = LineTail(p)  # the default: open only while reading
+    assert read_all(other_tail) == [b"new"]
+    assert _descriptors_of(p) == 0
 
 
 def test_oversized_line_is_skipped_and_counted(tmp_path: Path) -> None:

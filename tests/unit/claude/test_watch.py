@@ -80,6 +80,25 @@ async def test_the_watcher_says_which_files_changed(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_wait_ends_by_its_own_timeout_whatever_timer_an_earlier_wait_left(tmp_path: Path) -> None:
+    # The timer of a wait that an event ended is kept for the next waits (not one per record
+    # Claude writes); a wait with a shorter timeout still ends by its own.
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch({tmp_path})
+        watcher.changes()
+        (tmp_path / "a.jsonl").write_bytes(b"x\n")
+        with anyio.fail_after(5):
+            await watcher.wait(3600)
+        assert watcher.changes() == {str(tmp_path / "a.jsonl")}
+        with anyio.fail_after(5):
+            await watcher.wait(0.01)  # no event comes: its own timeout, not the hour left armed
+        assert watcher.changes() is None
+    finally:
+        watcher.close()
+
+
+@pytest.mark.anyio
 async def test_unwatched_directories_are_silent_until_watched_again(tmp_path: Path) -> None:
     watcher = InotifyWatcher()
     try:

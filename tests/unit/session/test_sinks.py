@@ -21,6 +21,7 @@ from happy_launcher.protocol import (
     parse_envelope,
 )
 from happy_launcher.session.commit import CommitPoint
+from happy_launcher.session.core import Session
 from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.sinks import BackgroundSink, JsonLinesSink, MemorySink
 from happy_launcher.store.resume import Delivered
@@ -368,6 +369,29 @@ def test_an_inherited_events_fd_is_not_passed_on_to_claude() -> None:
     try:
         open_events_output(f"fd:{write_end}")
         assert not os.get_inheritable(write_end)  # Claude must not hold the reader's pipe open
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _sink_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("sink ")]
+
+
+def test_a_regular_events_file_is_written_in_line_and_a_pipe_from_a_thread(tmp_path: Path) -> None:
+    # A thread woken per batch cost more than the write to a file (which the store's own
+    # commit, just before, already does in line); a pipe's reader may be slow.
+    path = tmp_path / "events.jsonl"
+    with Session(tmp_path / "home", tmp_path, events=open_events_output(str(path))) as session:
+        session.mirror.notice("one")
+        assert b'"one"' in path.read_bytes()  # written before `notice` returned
+        assert _sink_threads() == []
+    read_end, write_end = os.pipe()
+    try:
+        with Session(tmp_path / "home", tmp_path, events=open_events_output(f"fd:{write_end}")) as session:
+            session.mirror.notice("two")
+            assert _sink_threads() == [f"sink events fd:{write_end}"]
+        assert b'"two"' in os.read(read_end, 1 << 16)
     finally:
         os.close(read_end)
         os.close(write_end)
