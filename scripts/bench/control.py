@@ -4,7 +4,7 @@ server's subscription as the session's commit point does) -> a `watch`-style cli
 real socket, has received and split it. One envelope at a time; p50/p90/p99 over --count, medians
 of --runs runs.
 
-`--sessions N`: instead, `happy sessions` (the real CLI, a process) with N sessions running, each
+`--sessions N[,N…]`: instead, `happy sessions` (the real CLI, a process) with N sessions running, each
 a process of its own serving its real control socket over a FakeController, with its row and a
 first prompt in one shared store, as a launcher has them. Its wall time, --runs times in a row,
 at once after the sessions started and once they have run --age seconds (a session loads its
@@ -133,7 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--sessions", type=int, help="time `happy sessions` with this many running")
+    parser.add_argument("--sessions", help="time `happy sessions` with this many running (comma-separated)")
     parser.add_argument("--age", type=float, default=4.0, help="s the sessions run before listed again")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # one session's process
     args = parser.parse_args()
@@ -141,7 +141,8 @@ def main() -> None:
         anyio.run(one_session, Path(os.environ["HAPPY_HOME_DIR"]), args.serve)
         return
     if args.sessions:
-        listing(args.sessions, args.runs, args.age)
+        for sessions in args.sessions.split(","):
+            listing(int(sessions), args.runs, args.age)
         return
     figures: dict[str, list[float]] = {"p50": [], "p90": [], "p99": []}
     for _ in range(args.runs):
