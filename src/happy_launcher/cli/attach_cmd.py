@@ -1,29 +1,22 @@
 """`happy attach [SESSION]`: a session running without a terminal (started from the phone) taken
-into Claude's TUI here; Ctrl-T or closing the terminal hands it back (runner/attach.py)."""
+into Claude's TUI here; Ctrl-T or closing the terminal hands it back (runner/attach.py). The
+runner and the spawner load when the verb runs: registering it loads only typer."""
 
 from __future__ import annotations
 
 import functools
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import anyio
 import typer
 
-from happy_launcher.claude.args import parse_happy_claude_args
-from happy_launcher.claude.binary import find_claude
 from happy_launcher.cli.errors import fail
 from happy_launcher.errors import HappyError, UsageError
-from happy_launcher.home.dirs import ensure_home, happy_home
-from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
-from happy_launcher.local.launcher import say_how_to_resume
-from happy_launcher.runner.attach import Detached, Taken, after_attached, take_over
-from happy_launcher.runner.start import run_claude
-from happy_launcher.session.config import RunConfig
-from happy_launcher.session.launcher import LauncherExit
-from happy_launcher.spawn.spawner import SpawnRequest, spawner_for
-from happy_launcher.spawn.system import Processes
+
+if TYPE_CHECKING:
+    from happy_launcher.runner.attach import Detached, Taken
+    from happy_launcher.session.launcher import LauncherExit
 
 SessionArg = Annotated[
     str | None,
@@ -47,6 +40,18 @@ def attach(session: SessionArg = None) -> None:
 
 
 def _attach(selector: str | None) -> int:
+    import anyio
+
+    from happy_launcher.claude.args import parse_happy_claude_args
+    from happy_launcher.claude.binary import find_claude
+    from happy_launcher.home.dirs import ensure_home, happy_home
+    from happy_launcher.home.live_claudes import ensure_not_busy, registry_dir
+    from happy_launcher.local.launcher import say_how_to_resume
+    from happy_launcher.runner.attach import after_attached, take_over
+    from happy_launcher.runner.start import run_claude
+    from happy_launcher.session.config import RunConfig
+    from happy_launcher.spawn.system import Processes
+
     if not (os.isatty(0) and os.isatty(1)):
         raise UsageError("happy attach opens Claude's TUI: run it in a terminal")
     env = dict(os.environ)
@@ -75,6 +80,11 @@ async def _spawn_detached(
 ) -> Detached:
     """The spawner's detached `happy claude --happy-remote --resume`, once its socket answers;
     with the model and permission mode the session was first started with."""
+    import anyio
+
+    from happy_launcher.runner.attach import Detached
+    from happy_launcher.spawn.spawner import SpawnRequest, spawner_for
+
     spawner = spawner_for(home, env)
     request = SpawnRequest(
         directory, model=taken.model, permission_mode=taken.permission_mode, resume=claude_id

@@ -1,29 +1,28 @@
 """The control verbs: `happy sessions|send|watch|switch|abort|approve|deny`. Thin: parse, run the
 verb (control/verbs.py), print. SESSION is a unique prefix of a happy or Claude session id, and
-defaults to the only running session."""
+defaults to the only running session.
+
+Each verb imports what it runs only when it runs (the control client, the store, anyio): a verb's
+start-up pays for its own subsystem, not for every verb's (`happy watch`'s first line)."""
 
 from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
-import anyio
 import typer
 
 from happy_launcher.cli.errors import fail
-from happy_launcher.control import verbs
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.errors import HappyError, UsageError
-from happy_launcher.home.dirs import happy_home
-from happy_launcher.session.naming import TranscriptTitles, session_title
-from happy_launcher.session.ports import InputMode
-from happy_launcher.terminal.plain_text import visible
+
+if TYPE_CHECKING:
+    from happy_launcher.control import verbs
+    from happy_launcher.control.discovery import SessionView
+    from happy_launcher.session.ports import InputMode
 
 _T = TypeVar("_T")
 SessionArg = Annotated[
@@ -38,6 +37,10 @@ class Target(StrEnum):
 
 
 def _run(verb: Callable[[Path], Awaitable[_T]]) -> _T:
+    import anyio
+
+    from happy_launcher.home.dirs import happy_home
+
     try:
         return anyio.run(verb, happy_home(os.environ))
     except HappyError as error:
@@ -48,6 +51,10 @@ def sessions(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session.")] = False,
 ) -> None:
     """List running and recent sessions: ids, state, mode, pid, started, last activity, cwd, title."""
+    from happy_launcher.control import verbs
+    from happy_launcher.control.discovery import SessionView
+    from happy_launcher.session.naming import TranscriptTitles, session_title
+
     views = _run(verbs.sessions)
     reader = TranscriptTitles()
     titles = [session_title(view.first_prompt, view.transcript, reader) for view in views]
@@ -65,6 +72,8 @@ _NOT_LISTED = frozenset({"socket", "first_prompt", "transcript"})  # the title s
 
 
 def _table(views: list[SessionView], titles: list[str | None]) -> str:
+    from happy_launcher.terminal.plain_text import visible
+
     rows = [("HAPPY ID", "CLAUDE ID", "STATE", "MODE", "PID", "STARTED", "LAST ACTIVITY", "CWD", "TITLE")]
     for v, title in zip(views, titles, strict=True):
         rows.append(
@@ -90,6 +99,8 @@ def _table(views: list[SessionView], titles: list[str | None]) -> str:
 
 
 def _when(ms: int | None) -> str:
+    from datetime import datetime
+
     return "-" if ms is None else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
@@ -127,6 +138,10 @@ def send(
     ] = None,
 ) -> None:
     """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
+    import uuid
+
+    from happy_launcher.control import verbs
+
     words = words or []
     if len(words) > 2:
         raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))
@@ -150,14 +165,24 @@ def watch(
 ) -> None:
     """Follow a session's envelopes until it ends (an ended session: its history). Without SESSION:
     the session of this directory (the running one, else the latest), else the only running one."""
-    from happy_launcher.cli.watch_print import JsonLines, Pretty
+    from happy_launcher.control import verbs
 
-    output = JsonLines() if as_json else Pretty()
+    output = _watch_output(as_json)
     here = str(Path.cwd())
     try:
         _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here))
     except (BrokenPipeError, KeyboardInterrupt):
         raise typer.Exit(0) from None
+
+
+def _watch_output(as_json: bool) -> verbs.WatchOutput:
+    if as_json:  # no rich to load: the lines are the envelopes as stored
+        from happy_launcher.cli.watch_json import JsonLines
+
+        return JsonLines()
+    from happy_launcher.cli.watch_print import Pretty
+
+    return Pretty()
 
 
 def switch(
@@ -166,6 +191,8 @@ def switch(
 ) -> None:
     """Move a running session to local (the TUI) or remote mode. Says what it did: "switched to
     remote", or "already in remote mode" (exit 0 for both)."""
+    from happy_launcher.control import verbs
+
     done = _run(lambda home: verbs.switch(home, session, to.value))
     typer.echo(f"already in {to.value} mode" if done == "already-there" else f"switched to {to.value}")
 
@@ -173,6 +200,8 @@ def switch(
 def abort(session: SessionArg = None) -> None:
     """End the running turn of a session (cancelled). Says what it did: "aborted the running turn",
     or "no turn is running" (exit 0 for both)."""
+    from happy_launcher.control import verbs
+
     done = _run(lambda home: verbs.abort(home, session))
     typer.echo("no turn is running" if done == "no-turn" else "aborted the running turn")
 
@@ -184,6 +213,8 @@ RequestArg = Annotated[
 
 def approve(session: SessionArg = None, request: RequestArg = None) -> None:
     """Allow a pending permission request."""
+    from happy_launcher.control import verbs
+
     answered = _run(lambda home: verbs.answer(home, session, request, True, None))
     typer.echo(f"allowed {answered}")
 
@@ -194,6 +225,8 @@ def deny(
     message: Annotated[str | None, typer.Option("--message", "-m", help="Why (Claude sees it).")] = None,
 ) -> None:
     """Deny a pending permission request."""
+    from happy_launcher.control import verbs
+
     answered = _run(lambda home: verbs.answer(home, session, request, False, message))
     typer.echo(f"denied {answered}")
 

@@ -1,9 +1,9 @@
-"""How `happy watch` prints: envelope JSON lines exactly as stored (`--json`), or one readable
-line per envelope (rich; what the session holds is shown as text, see terminal/plain_text.py)."""
+"""How `happy watch` prints without `--json`: one readable line per envelope (rich; what the
+session holds is shown as text, see terminal/plain_text.py). `--json` prints with
+cli/watch_json.py, which loads none of this."""
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from typing import Any
 
@@ -17,16 +17,6 @@ from happy_launcher.terminal.plain_text import as_text, plain_console
 _STYLES = {"user": "bold cyan", "agent": "green"}
 # How a tool call that did not succeed ends its line (`tool-call-end.status`; absent: it did).
 _TOOL_ENDS = {"failed": "✗ tool failed", "denied": "✗ tool denied", "cancelled": "tool cancelled"}
-
-
-class JsonLines:
-    def envelope(self, seq: int, body: bytes) -> None:
-        out = sys.stdout.buffer
-        out.write(body + b"\n")
-        out.flush()
-
-    def event(self, event: Event) -> None:
-        pass  # the envelope stream only
 
 
 class Pretty:

@@ -4,6 +4,7 @@ the stored bytes; a splitter of a byte stream into bounded lines; the schemas th
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import orjson
@@ -22,8 +23,6 @@ from happy_launcher.control.wire import (
     WireLine,
 )
 
-_REQUEST = TypeAdapter[Request](Request)
-_SERVER_LINE = TypeAdapter[ServerLine](ServerLine)
 _ENVELOPE_PREFIX = b'{"type":"envelope","seq":'
 
 
@@ -38,6 +37,18 @@ class WireError(Exception):
         return ErrorReply(id=self.request_id, code=self.code, message=self.message)
 
 
+# Built at first use (the schemas of every model of a union: ~30 ms of CPU each): a client never
+# parses a request, and a client that reads an ended session from the store parses no line.
+@cache
+def _request() -> TypeAdapter[Request]:
+    return TypeAdapter[Request](Request)
+
+
+@cache
+def _server_line() -> TypeAdapter[ServerLine]:
+    return TypeAdapter[ServerLine](ServerLine)
+
+
 def parse_request(line: bytes) -> Request:
     try:
         data = orjson.loads(line)
@@ -46,14 +57,14 @@ def parse_request(line: bytes) -> Request:
     request_id = data.get("id") if isinstance(data, dict) else None
     request_id = request_id if isinstance(request_id, str) and 0 < len(request_id) <= 200 else None
     try:
-        return _REQUEST.validate_python(data)
+        return _request().validate_python(data)
     except ValidationError as exc:
         raise WireError("bad-request", _explain(exc), request_id) from None
 
 
 def parse_server_line(line: bytes) -> Reply | Event:
     try:
-        return _SERVER_LINE.validate_json(line)
+        return _server_line().validate_json(line)
     except ValidationError as exc:
         raise WireError("bad-request", _explain(exc)) from None
 

@@ -1,8 +1,10 @@
 """The control socket of a running session (design §5; protocol: docs/control-protocol.md).
 
 `serve` listens on `<home>/control/<pid>.sock` until cancelled, then removes it; each client is
-served by `control_connection.py`, loaded with the protocol's models at the first connection, so
-that a session nobody connects to never loads them (pydantic: ~100 ms of CPU at start-up)."""
+served by `control_connection.py`, loaded with the protocol's models (pydantic: ~100 ms of CPU)
+not at start-up but `warm_after` seconds later, in a worker thread: a short run (`-p`) never loads
+them, and `happy sessions` finds a session that has run a while ready to answer at once instead
+of paying for them at its first connection (30 such sessions cost seconds of CPU at once)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from happy_launcher.session.ports import Controller
 
 _log = logging.getLogger(__name__)
 _ACCEPT_RETRY = 0.1  # seconds to wait after a failed accept (out of file descriptors)
+WARM_AFTER = 2.0  # seconds after the socket is up: past Claude's start and a short headless run
 
 
 async def serve(
@@ -31,12 +34,14 @@ async def serve(
     allowed_uid: int | None = None,
     limits: ServerLimits = ServerLimits(),
     stop: anyio.Event | None = None,
+    warm_after: float | None = WARM_AFTER,
 ) -> None:
     """Serve the control socket until cancelled, or until `stop` is set (`await tg.start(serve,
     controller, home)` returns its path once it accepts connections). A stop is graceful: no new
     clients, and each client gets what it is owed (the session's last envelopes) within
     `limits.grace` before it is closed. `allowed_uid`: whose connections are served (default
-    ours); anyone else gets a `refused` error and is disconnected."""
+    ours); anyone else gets a `refused` error and is disconnected. `warm_after` None: the protocol's
+    models load at the first connection only."""
     uid = os.getuid() if allowed_uid is None else allowed_uid
     make_control_dir(home)
     remove_dead(home)
@@ -47,6 +52,8 @@ async def serve(
         stop = stop if stop is not None else anyio.Event()
         async with anyio.create_task_group() as tg:
             task_status.started(path)
+            if warm_after is not None:
+                tg.start_soon(_load_protocol, warm_after, stop)
             with anyio.CancelScope() as accepting:
                 tg.start_soon(cancel_on, stop, accepting)
                 while True:
@@ -63,3 +70,19 @@ async def serve(
         listener.close()
         with contextlib.suppress(OSError):
             path.unlink()
+
+
+async def _load_protocol(after: float, stop: anyio.Event) -> None:
+    """What serving a client loads, loaded `after` seconds from now (unless the server stops first)
+    in a worker thread: the event loop, the mirror's, runs on meanwhile."""
+    with anyio.move_on_after(after):
+        await stop.wait()
+    if not stop.is_set():
+        await anyio.to_thread.run_sync(_load_connection)
+
+
+def _load_connection() -> None:
+    from happy_launcher.control.connection import serve_client  # noqa: F401 (loaded for later)
+    from happy_launcher.control.framing import parse_request
+
+    parse_request(b'{"type":"hello","id":"warm","versions":[1]}')  # builds the requests' schemas

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import orjson
 import pytest
 
 from happy_launcher.control import link as control_link
+from happy_launcher.control import server as control_server
 from happy_launcher.control import subscription as control_subscription
 from happy_launcher.control.client import ControlClient, EnvelopeBytes, connect
 from happy_launcher.control.fake import FakeController
@@ -315,3 +317,25 @@ async def test_a_stalled_reader_is_dropped_without_slowing_anyone(tmp_path: Path
             rest = await envelopes_until(again, count)
     assert received + rest == list(range(1, count + 1))
     assert controller.subscribers == 0
+
+
+async def test_a_session_loads_what_serving_a_client_needs_before_any_client_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded = threading.Event()
+    monkeypatch.setattr(control_server, "_load_connection", loaded.set)
+    async with anyio.create_task_group() as tg:
+        await tg.start(partial(serve, FakeController(facts()), tmp_path, warm_after=0))
+        assert await anyio.to_thread.run_sync(loaded.wait, 10)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_stop_does_not_wait_for_the_warm_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = threading.Event()
+    monkeypatch.setattr(control_server, "_load_connection", loaded.set)
+    stop = anyio.Event()
+    with anyio.fail_after(10):  # the warm-up is 60 s away: the server must not wait for it
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(serve, FakeController(facts()), tmp_path, stop=stop, warm_after=60))
+            stop.set()
+    assert not loaded.is_set()

@@ -1,0 +1,47 @@
+"""The CLI's start-up: registering the verbs loads none of their subsystems (each verb imports what
+it runs when it runs), and `happy watch --json` loads no rich. Read in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from happy_launcher.protocol import EnvelopeFactory, SequentialIds
+from happy_launcher.store.sessions import SessionStore
+
+# What registering the verbs may load of ours besides cli/: the errors, where HAPPY_HOME_DIR is.
+REGISTRATION = {
+    "happy_launcher.errors",
+    "happy_launcher.version",
+    "happy_launcher.home",
+    "happy_launcher.home.dirs",
+}
+
+
+def loaded_after(code: str, home: Path | None = None) -> set[str]:
+    """The modules loaded in a fresh interpreter once `code` has run (it may print to stdout)."""
+    probe = f"import json, sys\n{code}\nsys.stderr.write(json.dumps(sorted(sys.modules)))"
+    env = {**os.environ, **({"HAPPY_HOME_DIR": str(home)} if home else {})}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_registering_the_verbs_loads_none_of_their_subsystems() -> None:
+    ours = {m for m in loaded_after("import happy_launcher.cli.app") if m.startswith("happy_launcher.")}
+    assert "happy_launcher.cli.control_cmds" in ours  # registered
+    assert {m for m in ours if not m.startswith("happy_launcher.cli")} <= REGISTRATION
+
+
+def test_watch_json_loads_no_rich_nor_anything_of_the_run(tmp_path: Path) -> None:
+    factory = EnvelopeFactory(SequentialIds("imp"))
+    with SessionStore.open(tmp_path) as store:
+        store.create_session("hs-ended", cwd="/x", started_at=1, status="completed")
+        store.append_envelopes("hs-ended", [factory.user_text("hello", 1)])
+    run = "from happy_launcher.cli.app import run_app\nrun_app(['watch', '--json', 'hs-ended'])"
+    loaded = loaded_after(run, tmp_path)
+    assert "happy_launcher.control.follow" in loaded  # it did read the session: the probe is sound
+    assert "rich" not in loaded
+    assert not {m for m in loaded if m.startswith(("happy_launcher.runner", "happy_launcher.local"))}
