@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -103,24 +102,13 @@ def test_real_bundled_binary_is_found_and_runs(tmp_path: Path) -> None:
     assert "Claude Code" in out.stdout
 
 
-def test_find_claude_is_fast_and_does_not_import_the_sdk(tmp_path: Path) -> None:
-    """find_spec locates the wheel without importing it (the import takes ~0.5 s)."""
+def test_find_claude_does_not_import_the_sdk(tmp_path: Path) -> None:
+    """find_spec locates the wheel without importing it (the import takes ~0.5 s of every start)."""
     code = (
-        "import sys, time\n"
+        "import sys\n"
         "from happy_launcher.claude.binary import find_claude\n"
-        "t = time.perf_counter(); find_claude({'PATH': ''}); dt = time.perf_counter() - t\n"
-        "print(dt, 'claude_agent_sdk' in sys.modules)\n"
+        "find_claude({'PATH': ''})\n"
+        "print('claude_agent_sdk' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    elapsed, imported = out.stdout.split()
-    assert imported == "False"
-    assert float(elapsed) < 0.05  # measured ~0.1 ms; generous bound for a loaded CI machine
-
-
-def test_lookup_timing_in_process(tmp_path: Path) -> None:
-    env = {"PATH": str(tmp_path)}
-    find_claude(env)
-    start = time.perf_counter()
-    for _ in range(20):
-        find_claude(env)
-    assert (time.perf_counter() - start) / 20 < 0.01
+    assert out.stdout.split() == ["False"]
