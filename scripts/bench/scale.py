@@ -10,6 +10,11 @@ appends within the same `--window` ms of each period: the worst case for the sto
 `--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
 lock-free bound of a database per session, for comparison.
 
+Beside them, as the issue's users have them: `--watchers` `happy watch` clients (default 10,
+round-robin over the sessions) and the web page open on the first session (`--no-page`: none);
+every mirror serves its control socket, and the run starts once each has all its clients
+(scale_clients.py). Each watcher must print every envelope of its session, or the run fails.
+
 Per configuration: append -> committed latency p50/p99 over every record of every session (and
 the wall time of each store transaction, its wait for the write lock included), the
 mirrors' CPU per appended record, RSS per mirror process. The machine's load is printed: on a
@@ -22,14 +27,15 @@ import argparse
 import gc
 import multiprocessing
 import os
-import random
-import re
 import resource
 import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
+from multiprocessing.context import ForkProcess
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
@@ -43,12 +49,18 @@ from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import make_watcher
+from happy_launcher.control.server import serve
 from happy_launcher.session.core import Session
-from scripts.bench.corpus import GOLDEN
+from scripts.bench.scale_clients import (
+    CLIENTS_WITHIN,
+    MirrorController,
+    expected_clients,
+    page_open,
+    watching,
+)
+from scripts.bench.scale_writer import fake_claude, golden_lines, session_lines
 
-_IDS = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_[A-Za-z0-9]+")
 _FORK = multiprocessing.get_context("fork")
-_SETTLE = 0.5  # s between the mirrors' readiness and the first append
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +72,16 @@ class Config:
 
 
 @dataclass(frozen=True, slots=True)
+class Options:
+    seconds: float
+    rate: float
+    window: float  # s
+    watchers: int
+    page: bool
+    profile: Path | None
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     latencies: list[float]  # ms
     commits: list[float]  # ms, each store transaction's wall time
@@ -68,35 +90,24 @@ class Result:
     load: float
 
 
-def golden_lines() -> list[bytes]:
-    """The golden main-file lines that carry a uuid (every one of them is measured)."""
-    lines = []
-    for path in sorted(GOLDEN.glob("*/*.jsonl")):
-        for line in path.read_bytes().splitlines():
-            if line.strip() and isinstance(orjson.loads(line).get("uuid"), str):
-                lines.append(line)
-    return lines
+@dataclass(frozen=True, slots=True)
+class Gates:
+    """A mirror's: `serving` once its socket answers (its happy id in `<out>.id`), `ready` once
+    its clients follow it, `start` set by the parent for every mirror at once."""
 
-
-def session_lines(golden: list[bytes], session: int, count: int) -> list[tuple[str, bytes]]:
-    """(uuid, line) x count for one session: golden lines, ids renamed per session and copy."""
-    out: list[tuple[str, bytes]] = []
-    copy = 0
-    while len(out) < count:
-        suffix = b"%04x%04x" % (session, copy)
-        copy += 1
-        for line in golden[: count - len(out)]:
-            renamed = _IDS.sub(lambda m: m.group(0)[: -len(suffix)] + suffix, line)  # noqa: B023 (used at once)
-            out.append((orjson.loads(renamed)["uuid"], renamed))
-    return out
+    serving: Event
+    ready: Event
+    start: Event
 
 
 def mirror(
-    home: Path, transcript: Path, count: int, ready: Event, start: Event, out: Path, profile: Path | None
+    home: Path, transcript: Path, count: int, clients: int, gates: Gates, out: Path, profile: Path | None
 ) -> None:
-    """One session's mirror (a child process): commit times by uuid, CPU seconds, RSS; with
-    `profile`, a cProfile of its whole run written there."""
+    """One session's mirror (a child process) serving its control socket to `clients` clients:
+    commit times by uuid, CPU seconds, RSS, the envelopes it committed; with `profile`, a
+    cProfile of its whole run written there."""
     committed: dict[str, int] = {}
+    envelopes: list[int] = []
     commits: list[float] = []  # wall ms of each store transaction (the wait for the lock included)
 
     async def main() -> float:
@@ -112,6 +123,8 @@ def mirror(
 
         session.store.append_envelopes = timed_append  # type: ignore[method-assign]
         session.deliver([])  # bind: the session row exists before the first record
+        assert session.id is not None
+        controller = MirrorController(session, transcript.parent, clients)
         watcher = make_watcher()
         scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), watcher)
         scanner.add_main(transcript)
@@ -127,13 +140,19 @@ def mirror(
 
         gc.freeze()  # as `happy claude` does once its session is set up (local/tracker.py)
         async with anyio.create_task_group() as tg:
+            await tg.start(partial(serve, controller, home))
+            out.with_suffix(".id").write_text(session.id)
+            gates.serving.set()
             await tg.start(scanner.run, deliver)
-            ready.set()
-            await anyio.to_thread.run_sync(start.wait)
+            with anyio.fail_after(CLIENTS_WITHIN):
+                await controller.subscribed.wait()
+            gates.ready.set()
+            await anyio.to_thread.run_sync(gates.start.wait)
             cpu0 = time.process_time()
             with anyio.move_on_after(count * 2 + 60):
                 await done.wait()
             cpu = time.process_time() - cpu0
+            envelopes.append(len(session.store.raw_envelopes(session.id, 0, 1 << 30)))
             tg.cancel_scope.cancel()
         watcher.close()
         session.close()
@@ -148,46 +167,15 @@ def mirror(
             cpu = anyio.run(main)
         prof.dump_stats(profile)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB -> MB
-    out.write_bytes(orjson.dumps({"committed": committed, "cpu": cpu, "rss": rss, "commits": commits}))
+    out.write_bytes(
+        orjson.dumps(
+            {"committed": committed, "cpu": cpu, "rss": rss, "commits": commits, "envelopes": envelopes[0]}
+        )
+    )
 
 
-def fake_claude(
-    plans: list[tuple[Path, list[tuple[str, bytes]]]],
-    rate: float,
-    phases: str,
-    window: float,
-    start: Event,
-    out: Path,
-) -> None:
-    """Append every session's lines on schedule; the time each append landed, by uuid."""
-    period = 1 / rate
-    rng = random.Random(20)
-    files = [path.open("ab", buffering=0) for path, _ in plans]
-    fixed = [rng.uniform(0, period) for _ in plans]
-    events = []
-    for i, (_, lines) in enumerate(plans):
-        for k, (uuid, line) in enumerate(lines):
-            offset = fixed[i] if phases == "random" else rng.uniform(0, window)
-            events.append((k * period + offset, i, uuid, line))
-    events.sort(key=lambda e: e[0])
-    stamps: dict[str, int] = {}
-    start.wait()
-    t0 = time.monotonic() + _SETTLE
-    for at, i, uuid, line in events:
-        delay = t0 + at - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)  # the writer's pace, not synchronisation
-        files[i].write(line + b"\n")
-        stamps[uuid] = time.time_ns()
-    for f in files:
-        f.close()
-    out.write_bytes(orjson.dumps(stamps))
-
-
-def run(
-    cfg: Config, seconds: float, rate: float, window: float, golden: list[bytes], profile: Path | None = None
-) -> Result:
-    count = int(seconds * rate)
+def run(cfg: Config, opts: Options, golden: list[bytes]) -> Result:
+    count = int(opts.seconds * opts.rate)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         plans = []
@@ -198,40 +186,70 @@ def run(
             home.mkdir(exist_ok=True)
             plans.append((home, project / f"{i:08x}-0000-4000-8000-000000000000.jsonl"))
         start = _FORK.Event()
-        procs = []
-        for i, (home, transcript) in enumerate(plans):
-            ready = _FORK.Event()
-            profiled = profile if i == 0 else None
-            args = (home, transcript, count, ready, start, root / f"mirror{i}.json", profiled)
-            proc = _FORK.Process(target=mirror, args=args)
-            proc.start()
-            if not ready.wait(60):
-                raise SystemExit(f"mirror {i} did not start")
-            procs.append(proc)
+        procs, gates = _start_mirrors(plans, count, opts, start, root)
         writes = [(t, session_lines(golden, i, count)) for i, (_, t) in enumerate(plans)]
         writer = _FORK.Process(
-            target=fake_claude, args=(writes, rate, cfg.phases, window, start, root / "stamps.json")
+            target=fake_claude, args=(writes, opts.rate, cfg.phases, opts.window, start, root / "stamps.json")
         )
-        writer.start()
-        start.set()
-        writer.join()
-        for proc in procs:
-            proc.join()
-        load = os.getloadavg()[0]
-        stamps: dict[str, int] = orjson.loads((root / "stamps.json").read_bytes())
-        latencies, commits, cpu, rss = [], [], 0.0, []
-        for i in range(cfg.n):
-            got = orjson.loads((root / f"mirror{i}.json").read_bytes())
-            cpu += got["cpu"]
-            rss.append(got["rss"])
-            commits.extend(got["commits"])
-            for uuid, at in got["committed"].items():
-                if uuid in stamps:
-                    latencies.append((at - stamps[uuid]) / 1e6)
-        missing = cfg.n * count - len(latencies)
-        if missing:
-            print(f"  warning: {missing} records not committed in time", file=sys.stderr)
-        return Result(latencies, commits, cpu / max(1, len(latencies)) * 1e3, rss, load)
+        writer.start()  # forked before the page's browser starts its threads
+        sessions = [(home, (root / f"mirror{i}.id").read_text()) for i, (home, _) in enumerate(plans)]
+        with ExitStack() as clients:
+            watchers = clients.enter_context(watching(sessions, opts.watchers, root))
+            if opts.page:
+                clients.enter_context(page_open(*sessions[0]))
+            for i, gate in enumerate(gates):
+                if not gate.ready.wait(CLIENTS_WITHIN):
+                    raise SystemExit(f"mirror {i}'s clients did not all subscribe")
+            start.set()
+            writer.join()
+            for proc in procs:
+                proc.join()
+            watched = [(w.session, w.lines()) for w in watchers]
+        return _collect(root, cfg.n, count, watched)
+
+
+def _start_mirrors(
+    plans: list[tuple[Path, Path]], count: int, opts: Options, start: Event, root: Path
+) -> tuple[list[ForkProcess], list[Gates]]:
+    """Every mirror, each serving its socket (bounded) before the next starts."""
+    clients = expected_clients(len(plans), opts.watchers, opts.page)
+    procs, gates = [], []
+    for i, (home, transcript) in enumerate(plans):
+        gate = Gates(_FORK.Event(), _FORK.Event(), start)
+        profiled = opts.profile if i == 0 else None
+        args = (home, transcript, count, clients[i], gate, root / f"mirror{i}.json", profiled)
+        proc = _FORK.Process(target=mirror, args=args)
+        proc.start()
+        if not gate.serving.wait(60):
+            raise SystemExit(f"mirror {i} did not start")
+        procs.append(proc)
+        gates.append(gate)
+    return procs, gates
+
+
+def _collect(root: Path, n: int, count: int, watched: list[tuple[int, int]]) -> Result:
+    """The run's figures; every watcher must have printed every envelope of its session."""
+    load = os.getloadavg()[0]
+    stamps: dict[str, int] = orjson.loads((root / "stamps.json").read_bytes())
+    latencies, commits, cpu, rss, envelopes = [], [], 0.0, [], []
+    for i in range(n):
+        got = orjson.loads((root / f"mirror{i}.json").read_bytes())
+        cpu += got["cpu"]
+        rss.append(got["rss"])
+        commits.extend(got["commits"])
+        envelopes.append(got["envelopes"])
+        for uuid, at in got["committed"].items():
+            if uuid in stamps:
+                latencies.append((at - stamps[uuid]) / 1e6)
+    missing = n * count - len(latencies)
+    if missing:
+        print(f"  warning: {missing} records not committed in time", file=sys.stderr)
+    for session, lines in watched:
+        if lines != envelopes[session]:
+            raise SystemExit(
+                f"a watcher of session {session} printed {lines} of {envelopes[session]} envelopes"
+            )
+    return Result(latencies, commits, cpu / max(1, len(latencies)) * 1e3, rss, load)
 
 
 def pct(values: list[float], p: int) -> float:
@@ -255,7 +273,15 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="write a cProfile of the first mirror here (the last run's; pstats)"
     )
+    parser.add_argument("--watchers", type=int, default=10, help="`happy watch` clients, round-robin")
+    parser.add_argument(
+        "--page",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the web page on the first session",
+    )
     args = parser.parse_args()
+    opts = Options(args.seconds, args.rate, args.window / 1e3, args.watchers, args.page, args.profile)
     golden = golden_lines()
     configs = [
         Config(int(n), layout, phases, store)
@@ -264,14 +290,17 @@ def main() -> None:
         for phases in args.phases.split(",")
         for store in args.store.split(",")
     ]
-    print(f"{args.rate:g} records/s per session, {args.seconds:g} s per run, step window {args.window:g} ms")
+    print(
+        f"{args.rate:g} records/s per session, {args.seconds:g} s per run, step window {args.window:g} ms; "
+        f"{args.watchers} watch clients, {'a page open' if args.page else 'no page'}"
+    )
     print(
         f"{'N':>3} {'layout':8} {'phases':6} {'store':11} {'n rec':>6} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'max ms':>7} {'commit p50/p99':>14} {'CPU ms/rec':>10} {'RSS MB':>7} {'load':>5}"
     )
     for _ in range(args.rounds):
         for cfg in configs:
-            r = run(cfg, args.seconds, args.rate, args.window / 1e3, golden, args.profile)
+            r = run(cfg, opts, golden)
             print(
                 f"{cfg.n:>3} {cfg.layout:8} {cfg.phases:6} {cfg.store:11} {len(r.latencies):>6} "
                 f"{pct(r.latencies, 50):7.2f} {pct(r.latencies, 99):7.2f} {max(r.latencies):7.1f} "
