@@ -54,6 +54,14 @@ class Link:
             except OSError as exc:
                 raise LinkClosed(str(exc)) from exc
 
+    def send_now(self, data: bytes) -> int:
+        """What the socket takes of `data` at once, without waiting: 0 if it is full or failed
+        (`send` then meets the failure)."""
+        try:
+            return self.socket.send(data)
+        except OSError:
+            return 0
+
     def close(self) -> None:
         self.socket.close()
 

@@ -1,10 +1,13 @@
 """What the control server has to send one client, and the task that sends it.
 
 The session's callbacks (commits, permission events) run on the event loop and must never wait
-for a client: they only `put` a line here. The queue is bounded in bytes; a client that lets it
-overflow is dropped: what is queued for it is discarded, it gets a `dropped` line, and the
-connection closes (at the latest `grace` seconds later, if it does not even read that). The
-store has everything, so the client loses nothing by subscribing again from its last seq."""
+for a client: they only `put` a line here. A line put while nothing is queued or being sent goes
+to the socket at once, as far as it takes it without waiting (a commit with 10 clients woke 10
+writer tasks, ~50 µs of CPU each); the rest is the writer task's. The queue is bounded in
+bytes; a client that lets it overflow is dropped: what is queued for it is discarded, it gets a
+`dropped` line, and the connection closes (at the latest `grace` seconds later, if it does not
+even read that). The store has everything, so the client loses nothing by subscribing again
+from its last seq."""
 
 from __future__ import annotations
 
@@ -21,6 +24,10 @@ from happy_launcher.control.wire import Dropped
 class Sender(Protocol):
     async def send(self, data: bytes) -> None: ...
 
+    def send_now(self, data: bytes) -> int:
+        """What it takes of `data` without waiting (0: nothing now)."""
+        ...
+
 
 class Outbox:
     def __init__(self, limit: int = OUTBOX_LIMIT, grace: float = DROP_GRACE) -> None:
@@ -31,6 +38,7 @@ class Outbox:
         self._wake = anyio.Event()
         self._space = anyio.Event()
         self._closed = False
+        self._sender: Sender | None = None  # while idle (nothing queued, nothing being sent)
         self.dropped: str | None = None  # why, once dropped
         self._scope = anyio.CancelScope()
 
@@ -46,6 +54,11 @@ class Outbox:
         """Queue a line; never waits (drops the client instead)."""
         if not self.accepting:
             return
+        if self._sender is not None and not self._lines:
+            sent = self._sender.send_now(line)
+            if sent == len(line):
+                return
+            line = line[sent:]
         if self._size + len(line) > self.limit:
             self.drop(f"more than {self.limit} bytes were waiting for this client")
             return
@@ -85,7 +98,11 @@ class Outbox:
                     if self._closed or self.dropped is not None:
                         break
                     self._wake = anyio.Event()
-                    await self._wake.wait()
+                    self._sender = stream
+                    try:
+                        await self._wake.wait()
+                    finally:
+                        self._sender = None
                     continue
                 batch = b"".join(self._lines)
                 self._lines.clear()

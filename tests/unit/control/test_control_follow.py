@@ -30,6 +30,9 @@ def view(socket: Path | None) -> SessionView:
     return SessionView("hs-alpha", None, state, "local", "/work/project", None, 0, None, socket)
 
 
+BURST = 1000  # envelopes of 1 KB: beyond a Unix socket's buffers (~200 KB each way) and the outbox
+
+
 def seqs(items: list[Followed]) -> list[int]:
     return [item.seq for item in items if isinstance(item, EnvelopeBytes)]
 
@@ -44,14 +47,15 @@ async def test_a_drop_mid_follow_is_caught_up_with_no_gap_and_no_duplicate(tmp_p
                 async for item in followed:
                     got.append(item)
                     if isinstance(item, EnvelopeBytes) and item.seq == 3:
-                        # One batch over the outbox limit while we do not read: the server drops us.
-                        controller.commit(envelopes.make(40, size=1024))
+                        # One batch over what the socket takes at once (the rest is queued) and the
+                        # outbox limit while we do not read: the server drops us.
+                        controller.commit(envelopes.make(BURST, size=1024))
                         controller.request_permission(PermissionRequest("p1", "Bash", {}, "Run ls"))
-                    if isinstance(item, EnvelopeBytes) and item.seq == 43:
+                    if isinstance(item, EnvelopeBytes) and item.seq == 3 + BURST:
                         controller.answer("p1", True, None)
                     if isinstance(item, PermissionSettled):
                         break
-    assert seqs(got) == list(range(1, 44))
+    assert seqs(got) == list(range(1, 4 + BURST))
     assert sum(isinstance(item, Connected) for item in got) == 2  # subscribed again, once
     requested = [item.request.request() for item in got if isinstance(item, PermissionRequested)]
     assert requested == [PermissionRequest("p1", "Bash", {}, "Run ls")]
