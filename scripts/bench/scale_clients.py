@@ -96,7 +96,24 @@ def watching(sessions: list[tuple[Path, str]], watchers: int, out: Path) -> Iter
 
 @contextmanager
 def page_open(home: Path, happy_id: str) -> Iterator[None]:
-    """The web page open on `happy_id`'s session, its stream connected, until the block ends."""
+    """The web page open on `happy_id`'s session, its stream connected, until the block ends: in
+    a process of its own (the browser's driver neither forked into the mirrors started after it
+    nor counted in their memory)."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(home), happy_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        if proc.stdout.readline() != b"ready\n":  # bounded: the pipe ends if it dies
+            raise SystemExit("the page did not open")
+        yield
+    finally:
+        proc.stdin.close()
+        proc.wait(CLIENTS_WITHIN)
+
+
+def _open_page(home: Path, happy_id: str) -> None:
+    """The page's process: open it, say so, hold it open until stdin closes."""
     from scripts.bench.web_growth import connect
     from tests.support.web import WebServer, chromium, pair
 
@@ -108,4 +125,11 @@ def page_open(home: Path, happy_id: str) -> Iterator[None]:
         context = browser.new_context(viewport={"width": 390, "height": 844})
         context.add_init_script(f"localStorage.setItem('happy.token', {token!r})")
         connect(context.new_page(), f"{web.base}/#s={happy_id}")
-        yield
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    _open_page(Path(sys.argv[1]), sys.argv[2])
