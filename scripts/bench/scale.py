@@ -35,7 +35,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
-from multiprocessing.context import ForkProcess
+from multiprocessing.context import ForkServerProcess
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,10 @@ from scripts.bench.scale_clients import (
 )
 from scripts.bench.scale_writer import fake_claude, golden_lines, session_lines
 
-_FORK = multiprocessing.get_context("fork")
+# Children start from a fork server started before anything else: one forked from this process
+# would have every page this process grew (results, the golden lines) mapped, and counted in its
+# RSS, as a launcher started on its own does not.
+_CTX = multiprocessing.get_context("forkserver")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,13 +188,13 @@ def run(cfg: Config, opts: Options, golden: list[bytes]) -> Result:
             home = root / ("home" if cfg.store == "shared" else f"home{i}")
             home.mkdir(exist_ok=True)
             plans.append((home, project / f"{i:08x}-0000-4000-8000-000000000000.jsonl"))
-        start = _FORK.Event()
+        start = _CTX.Event()
         procs, gates = _start_mirrors(plans, count, opts, start, root)
         writes = [(t, session_lines(golden, i, count)) for i, (_, t) in enumerate(plans)]
-        writer = _FORK.Process(
+        writer = _CTX.Process(
             target=fake_claude, args=(writes, opts.rate, cfg.phases, opts.window, start, root / "stamps.json")
         )
-        writer.start()  # forked before the page's browser starts its threads
+        writer.start()
         sessions = [(home, (root / f"mirror{i}.id").read_text()) for i, (home, _) in enumerate(plans)]
         with ExitStack() as clients:
             watchers = clients.enter_context(watching(sessions, opts.watchers, root))
@@ -210,15 +213,15 @@ def run(cfg: Config, opts: Options, golden: list[bytes]) -> Result:
 
 def _start_mirrors(
     plans: list[tuple[Path, Path]], count: int, opts: Options, start: Event, root: Path
-) -> tuple[list[ForkProcess], list[Gates]]:
+) -> tuple[list[ForkServerProcess], list[Gates]]:
     """Every mirror, each serving its socket (bounded) before the next starts."""
     clients = expected_clients(len(plans), opts.watchers, opts.page)
     procs, gates = [], []
     for i, (home, transcript) in enumerate(plans):
-        gate = Gates(_FORK.Event(), _FORK.Event(), start)
+        gate = Gates(_CTX.Event(), _CTX.Event(), start)
         profiled = opts.profile if i == 0 else None
         args = (home, transcript, count, clients[i], gate, root / f"mirror{i}.json", profiled)
-        proc = _FORK.Process(target=mirror, args=args)
+        proc = _CTX.Process(target=mirror, args=args)
         proc.start()
         if not gate.serving.wait(60):
             raise SystemExit(f"mirror {i} did not start")
