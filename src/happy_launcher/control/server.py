@@ -53,7 +53,7 @@ async def serve(
         async with anyio.create_task_group() as tg:
             task_status.started(path)
             if warm_after is not None:
-                tg.start_soon(_load_protocol, warm_after, stop)
+                tg.start_soon(_warm_up, warm_after, stop)
             with anyio.CancelScope() as accepting:
                 tg.start_soon(cancel_on, stop, accepting)
                 while True:
@@ -72,16 +72,17 @@ async def serve(
             path.unlink()
 
 
-async def _load_protocol(after: float, stop: anyio.Event) -> None:
+async def _warm_up(after: float, stop: anyio.Event) -> None:
     """What serving a client loads, loaded `after` seconds from now (unless the server stops first)
     in a worker thread: the event loop, the mirror's, runs on meanwhile."""
     with anyio.move_on_after(after):
         await stop.wait()
     if not stop.is_set():
-        await anyio.to_thread.run_sync(_load_connection)
+        await anyio.to_thread.run_sync(load_protocol)
 
 
-def _load_connection() -> None:
+def load_protocol() -> None:
+    """What serving a client needs (the protocol's models), loaded now: blocking, ~100 ms of CPU."""
     from happy_launcher.control.connection import serve_client  # noqa: F401 (loaded for later)
     from happy_launcher.control.framing import parse_request
 

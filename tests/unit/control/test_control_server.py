@@ -323,7 +323,7 @@ async def test_a_session_loads_what_serving_a_client_needs_before_any_client_com
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loaded = threading.Event()
-    monkeypatch.setattr(control_server, "_load_connection", loaded.set)
+    monkeypatch.setattr(control_server, "load_protocol", loaded.set)
     async with anyio.create_task_group() as tg:
         await tg.start(partial(serve, FakeController(facts()), tmp_path, warm_after=0))
         assert await anyio.to_thread.run_sync(loaded.wait, 10)
@@ -332,7 +332,7 @@ async def test_a_session_loads_what_serving_a_client_needs_before_any_client_com
 
 async def test_a_stop_does_not_wait_for_the_warm_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loaded = threading.Event()
-    monkeypatch.setattr(control_server, "_load_connection", loaded.set)
+    monkeypatch.setattr(control_server, "load_protocol", loaded.set)
     stop = anyio.Event()
     with anyio.fail_after(10):  # the warm-up is 60 s away: the server must not wait for it
         async with anyio.create_task_group() as tg:
