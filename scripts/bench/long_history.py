@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.store.sessions import DB_NAME, SessionStore
 from scripts.bench.web import history
-from tests.support.web import WebServer, chromium, pair
+from tests.support.web import WebServer, chromium, paired_context
 
 SESSION, SHORT = "hs-long", "hs-short"
 BATCH = 2000  # envelopes per commit while building
@@ -78,10 +78,8 @@ def page(home: Path, rounds: int) -> dict[str, list[tuple[float, float, int]]]:
     got: dict[str, list[tuple[float, float, int]]] = {SESSION: [], SHORT: []}
     web = WebServer(home)
     try:
-        token = pair(web)
         with chromium() as browser:
-            context = browser.new_context(viewport={"width": 390, "height": 844})
-            context.add_init_script(f"localStorage.setItem('happy.token', {token!r})")
+            context = paired_context(browser, web)
             tab = context.new_page()
             cdp = context.new_cdp_session(tab)
             for _ in range(rounds):

@@ -115,16 +115,13 @@ def page_open(home: Path, happy_id: str) -> Iterator[None]:
 def _open_page(home: Path, happy_id: str) -> None:
     """The page's process: open it, say so, hold it open until stdin closes."""
     from scripts.bench.web_growth import connect
-    from tests.support.web import WebServer, chromium, pair
+    from tests.support.web import WebServer, chromium, paired_context
 
     with ExitStack() as stack:
         web = WebServer(home)
         stack.callback(web.kill)
-        token = pair(web)
         browser = stack.enter_context(chromium())
-        context = browser.new_context(viewport={"width": 390, "height": 844})
-        context.add_init_script(f"localStorage.setItem('happy.token', {token!r})")
-        connect(context.new_page(), f"{web.base}/#s={happy_id}")
+        connect(paired_context(browser, web).new_page(), f"{web.base}/#s={happy_id}")
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         sys.stdin.read()

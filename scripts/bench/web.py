@@ -28,7 +28,7 @@ from happy_launcher.protocol import Envelope, EnvelopeFactory, SequentialIds
 from happy_launcher.protocol.events import TextEv, ToolCallEndEv, ToolCallStartEv, TurnEndEv, TurnStartEv
 from scripts.bench.web_growth import report
 from tests.support.control import facts, running
-from tests.support.web import WebServer, chromium, pair
+from tests.support.web import WebServer, chromium, paired_context
 
 
 def history(factory: EnvelopeFactory, count: int) -> list[Envelope]:
@@ -77,9 +77,7 @@ def main() -> None:
         with portal.wrap_async_context_manager(running(controller, home)), chromium() as browser:
             web = WebServer(home)
             try:
-                token = pair(web)
-                context = browser.new_context(viewport={"width": 390, "height": 844})
-                context.add_init_script(f"localStorage.setItem('happy.token', {token!r})")
+                context = paired_context(browser, web)
                 page = context.new_page()
                 first, full = [], []
                 for _ in range(args.loads):

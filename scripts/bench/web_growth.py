@@ -18,7 +18,7 @@ from anyio.from_thread import BlockingPortal
 from happy_launcher.control.fake import FakeController
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from tests.support.control import facts, running
-from tests.support.web import WebServer, pair
+from tests.support.web import WebServer, paired_context
 
 BATCH = 500
 CONN = "document.getElementById('conn')"
@@ -36,9 +36,7 @@ def grow(portal: BlockingPortal, browser: Any, marks: list[int], src: str) -> li
         with portal.wrap_async_context_manager(running(controller, Path(tmp))):
             web = WebServer(Path(tmp), env={"PYTHONPATH": src})
             try:
-                token = pair(web)
-                context = browser.new_context(viewport={"width": 390, "height": 844})
-                context.add_init_script(f"localStorage.setItem('happy.token', {token!r})")
+                context = paired_context(browser, web)
                 page = context.new_page()
                 cdp = context.new_cdp_session(page)
                 cdp.send("Performance.enable")

@@ -150,6 +150,13 @@ def pair(server: WebServer, secret: str | None = None, name: str = "test device"
     return token
 
 
+def paired_context(browser: Any, server: WebServer) -> Any:
+    """A phone-sized browser context already paired with `server` (its token in localStorage)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.add_init_script(f"localStorage.setItem('happy.token', {pair(server)!r})")
+    return context
+
+
 @contextmanager
 def chromium() -> Iterator[Any]:
     """Debian's Chromium, headless, under Playwright."""

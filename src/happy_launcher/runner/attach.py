@@ -31,7 +31,7 @@ from happy_launcher.errors import (
 from happy_launcher.home.procs import ProcessId
 from happy_launcher.session.launcher import LauncherExit
 from happy_launcher.spawn.registry import Registry
-from happy_launcher.spawn.spawner import STOP_BOUND, Processes, terminate
+from happy_launcher.spawn.spawner import STOP_BOUND, Processes, claude_options, terminate
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +112,7 @@ class Taken:
 
     def options(self) -> list[str]:
         """As `happy claude` options."""
-        model = ["--model", self.model] if self.model else []
-        mode = ["--permission-mode", self.permission_mode] if self.permission_mode else []
-        return [*mode, *model]
+        return claude_options(self.permission_mode, self.model)
 
 
 async def take_over(

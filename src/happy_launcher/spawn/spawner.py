@@ -259,17 +259,19 @@ def spawner_for(home: Path, env: Mapping[str, str]) -> Spawner:
 
 
 def _options(request: SpawnRequest) -> list[str]:
-    options: list[str] = []
     mode = request.permission_mode
-    if mode is not None and mode != "default":
-        if mode not in CLAUDE_MODES:
-            raise SpawnRefused(f"permission mode {mode!r} is not one of {', '.join(CLAUDE_MODES)}")
-        options += ["--permission-mode", mode]
-    if request.model:
-        options += ["--model", request.model]
+    if mode is not None and mode != "default" and mode not in CLAUDE_MODES:
+        raise SpawnRefused(f"permission mode {mode!r} is not one of {', '.join(CLAUDE_MODES)}")
+    options = claude_options(mode, request.model)
     if request.resume is not None:
         options += ["--resume", request.resume]
     return options
+
+
+def claude_options(permission_mode: str | None, model: str | None) -> list[str]:
+    """A run's permission mode and model as `happy claude` options (Claude's default mode: none)."""
+    mode = ["--permission-mode", permission_mode] if permission_mode not in (None, "default") else []
+    return [*mode, *(["--model", model] if model else [])]
 
 
 def _last_line(log: Path) -> str:
