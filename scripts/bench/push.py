@@ -29,8 +29,8 @@ from happy_launcher.bridge.app.watch import SessionWatch
 from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.bridge.link.api import HttpHappyApi
 from happy_launcher.bridge.link.updates import open_updates
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.fake import FakeController
+from happy_launcher.control.views import SessionView
 from happy_launcher.protocol import wall_clock_ms
 from happy_launcher.session.ports import PermissionRequest
 from tests.support import happy_server as peer

@@ -21,7 +21,7 @@ from happy_launcher.errors import HappyError, UsageError
 
 if TYPE_CHECKING:
     from happy_launcher.control import verbs
-    from happy_launcher.control.discovery import SessionView
+    from happy_launcher.control.views import SessionView
     from happy_launcher.session.ports import InputMode
 
 _T = TypeVar("_T")
@@ -52,7 +52,7 @@ def sessions(
 ) -> None:
     """List running and recent sessions: ids, state, mode, pid, started, last activity, cwd, title."""
     from happy_launcher.control import verbs
-    from happy_launcher.control.discovery import SessionView
+    from happy_launcher.control.views import SessionView
     from happy_launcher.session.naming import TranscriptTitles, session_title
 
     views = _run(verbs.sessions)
@@ -165,14 +165,35 @@ def watch(
 ) -> None:
     """Follow a session's envelopes until it ends (an ended session: its history). Without SESSION:
     the session of this directory (the running one, else the latest), else the only running one."""
-    from happy_launcher.control import verbs
-
     output = _watch_output(as_json)
     here = str(Path.cwd())
     try:
-        _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here))
+        if not _print_ended(session, output, here):
+            from happy_launcher.control import verbs
+
+            _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here))
     except (BrokenPipeError, KeyboardInterrupt):
         raise typer.Exit(0) from None
+
+
+def _print_ended(selector: str | None, output: verbs.WatchOutput, cwd: str) -> bool:
+    """An ended session's history, when the store alone can name it (no launcher is live): the
+    first line comes without the event loop or the control client. False: ask the launchers."""
+    from happy_launcher.control.history import stored_envelopes
+    from happy_launcher.control.views import from_store, resolve_here
+    from happy_launcher.home.dirs import happy_home
+
+    home = happy_home(os.environ)
+    try:
+        views = from_store(home)
+        view = None if views is None else resolve_here(views, selector, cwd)
+    except HappyError as error:
+        raise fail(error) from None
+    if view is None or view.running or view.happy_id is None:
+        return False
+    for seq, body in stored_envelopes(home, view.happy_id, 0):
+        output.envelope(seq, body)
+    return True
 
 
 def _watch_output(as_json: bool) -> verbs.WatchOutput:

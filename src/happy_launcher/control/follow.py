@@ -11,12 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from happy_launcher.control.client import EnvelopeBytes, connect
-from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.history import stored_envelopes
+from happy_launcher.control.views import SessionView
 from happy_launcher.control.wire import Dropped, Facts, PermissionRequested, PermissionSettled
 from happy_launcher.errors import SessionEndedError
-from happy_launcher.store.sessions import DB_NAME, SessionStore
-
-STORE_PAGE = 2000  # envelopes read from the store per query
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +60,5 @@ async def follow(home: Path, view: SessionView, after_seq: int | None) -> AsyncG
 
 
 async def _stored(home: Path, happy_id: str, last: int) -> AsyncGenerator[EnvelopeBytes, None]:
-    if not (home / DB_NAME).exists():
-        return
-    while True:
-        store = SessionStore.open(home)
-        try:
-            rows = store.raw_envelopes(happy_id, last, STORE_PAGE)
-        finally:
-            store.close()
-        for seq, body in rows:
-            yield EnvelopeBytes(seq, body)
-            last = seq
-        if len(rows) < STORE_PAGE:
-            return
+    for seq, body in stored_envelopes(home, happy_id, last):
+        yield EnvelopeBytes(seq, body)

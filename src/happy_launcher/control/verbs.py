@@ -1,5 +1,5 @@
 """The control verbs behind `happy sessions|send|watch|switch|abort|approve|deny` (the CLI only
-parses and prints). Each finds its session (`control_discovery.resolve`), then talks to its
+parses and prints). Each finds its session (`control/views.resolve`), then talks to its
 control socket; `watch` follows it (control/follow.py)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Protocol
 
 from happy_launcher.control.client import ControlClient, EnvelopeBytes, connect
-from happy_launcher.control.discovery import SessionView, discover, resolve, resolve_here
+from happy_launcher.control.discovery import discover
 from happy_launcher.control.follow import Connected, follow
+from happy_launcher.control.views import SessionView, resolve, resolve_here
 from happy_launcher.control.wire import AcceptedReply, Event
 from happy_launcher.errors import NoSuchSessionError, RequestRefusedError, SessionEndedError
 from happy_launcher.session.ports import InputMode, Mode

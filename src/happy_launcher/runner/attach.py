@@ -21,7 +21,8 @@ from typing import Protocol
 
 import anyio
 
-from happy_launcher.control.discovery import SessionView, discover, resolve
+from happy_launcher.control.discovery import discover
+from happy_launcher.control.views import SessionView, resolve
 from happy_launcher.errors import (
     AmbiguousSessionError,
     NoSuchSessionError,

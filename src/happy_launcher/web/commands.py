@@ -17,8 +17,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from happy_launcher.control.client import ControlClient
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.verbs import running
+from happy_launcher.control.views import SessionView
 from happy_launcher.errors import (
     ControlError,
     HappyError,

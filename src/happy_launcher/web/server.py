@@ -21,7 +21,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from happy_launcher.control.attention import AttentionTracker
 from happy_launcher.control.attention import session_title as attention_title
-from happy_launcher.control.discovery import SessionView, discover
+from happy_launcher.control.discovery import discover
+from happy_launcher.control.views import SessionView
 from happy_launcher.errors import HappyError
 from happy_launcher.session.naming import TranscriptTitles, session_title
 from happy_launcher.web.auth import Pairing, bearer, origin_ok

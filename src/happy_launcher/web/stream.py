@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 
 from happy_launcher.control.client import EnvelopeBytes
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, Followed, follow
+from happy_launcher.control.views import SessionView
 from happy_launcher.control.wire import PermissionRequested
 from happy_launcher.errors import ControlError
 from happy_launcher.web.notify import PageAttention, attention_json

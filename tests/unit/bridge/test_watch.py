@@ -18,8 +18,8 @@ from happy_launcher.bridge.app.versioned import Versioned
 from happy_launcher.bridge.app.watch import SessionWatch, allows
 from happy_launcher.bridge.keys.cipher import SessionCipher
 from happy_launcher.bridge.link.fake_updates import FakeUpdates
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.fake import FakeController
+from happy_launcher.control.views import SessionView
 from happy_launcher.control.wire import Permission
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TurnEndEv, TurnStartEv
 from happy_launcher.session.ports import PermissionRequest

@@ -10,12 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from happy_launcher.control import follow as control_follow
+from happy_launcher.control import history as control_history
 from happy_launcher.control.client import EnvelopeBytes
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.fake import FakeController
 from happy_launcher.control.follow import Connected, Followed, follow
 from happy_launcher.control.link import ServerLimits
+from happy_launcher.control.views import SessionView
 from happy_launcher.control.wire import PermissionRequested, PermissionSettled
 from happy_launcher.session.ports import PermissionAnswer, PermissionRequest
 from happy_launcher.store.sessions import SessionStore
@@ -106,7 +106,8 @@ async def test_an_ended_session_is_its_history_from_the_store(tmp_path: Path) ->
 async def test_an_ended_session_is_read_in_pages_with_nothing_lost_or_doubled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
-    monkeypatch.setattr(control_follow, "STORE_PAGE", 3)
+    monkeypatch.setattr(control_history, "FIRST_PAGE", 2)
+    monkeypatch.setattr(control_history, "STORE_PAGE", 3)
     made = Envelopes().make(count)
     with SessionStore.open(tmp_path) as store:
         store.create_session("hs-alpha", cwd="/work/project", started_at=0)

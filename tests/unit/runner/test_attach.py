@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.views import SessionView
 from happy_launcher.errors import (
     AmbiguousSessionError,
     NoSuchSessionError,

@@ -36,7 +36,7 @@ from happy_launcher.bridge.link.retry import Retry, log_failure
 from happy_launcher.bridge.link.updates import Updates, open_updates
 from happy_launcher.bridge.out.links import Linked
 from happy_launcher.bridge.out.metadata import MachineFacts, session_metadata
-from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.views import SessionView
 from happy_launcher.protocol import Clock
 from happy_launcher.session.naming import TranscriptTitles, session_title
 from happy_launcher.spawn.spawner import Spawner

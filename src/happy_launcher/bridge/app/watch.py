@@ -28,8 +28,8 @@ from happy_launcher.bridge.app.versioned import Versioned
 from happy_launcher.bridge.link.updates import Updates
 from happy_launcher.control.attention import Attention, AttentionTracker, session_title
 from happy_launcher.control.client import EnvelopeBytes
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import Connected, follow
+from happy_launcher.control.views import SessionView
 from happy_launcher.control.wire import Permission, PermissionRequested, PermissionSettled
 from happy_launcher.errors import HappyError
 from happy_launcher.protocol import Clock, parse_envelope

@@ -16,7 +16,7 @@ from happy_launcher.bridge.keys.credentials import Credentials
 from happy_launcher.bridge.keys.crypto import b64, content_keypair, unb64, unwrap_data_key, wrap_data_key
 from happy_launcher.bridge.link.api import HappyApi, RemoteSession
 from happy_launcher.bridge.link.retry import LOG, Retry
-from happy_launcher.control.discovery import SessionView
+from happy_launcher.control.views import SessionView
 from happy_launcher.errors import DecryptError
 from happy_launcher.store.happy_links import PENDING, HappyLink
 from happy_launcher.store.sessions import SessionStore

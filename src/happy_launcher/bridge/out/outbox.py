@@ -22,8 +22,8 @@ from happy_launcher.bridge.link.api import MAX_BATCH, HappyApi
 from happy_launcher.bridge.link.retry import LOG, Retry
 from happy_launcher.bridge.out.links import Linked
 from happy_launcher.control.client import EnvelopeBytes
-from happy_launcher.control.discovery import SessionView
 from happy_launcher.control.follow import follow
+from happy_launcher.control.views import SessionView
 from happy_launcher.errors import ControlError, HappyServerError
 from happy_launcher.store.sessions import SessionStore
 

@@ -23,8 +23,9 @@ from happy_launcher.bridge.link.retry import AnyioSleeper, Backoff, Retry, Serve
 from happy_launcher.bridge.out.links import Linked, LinkMaker, Links
 from happy_launcher.bridge.out.metadata import MachineFacts, machine_facts, session_metadata
 from happy_launcher.bridge.out.outbox import Poster, envelope_stream, feed_live, feed_stored
-from happy_launcher.control.discovery import SessionView, discover
+from happy_launcher.control.discovery import discover
 from happy_launcher.control.sockets import live_sockets
+from happy_launcher.control.views import SessionView
 from happy_launcher.session.naming import TranscriptTitles, session_title
 from happy_launcher.store.sessions import SessionStore
 

@@ -1,0 +1,51 @@
+"""The sessions as the store alone tells them (`from_store`, `happy watch`'s path to an ended
+session) are exactly what `discover` lists while no launcher is live, and are not trusted while
+one is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from happy_launcher.control.discovery import discover
+from happy_launcher.control.fake import FakeController
+from happy_launcher.control.views import from_store
+from happy_launcher.home.procs import ProcessId, this_process
+from happy_launcher.store.sessions import SessionStore
+from tests.support.control import facts, running
+
+pytestmark = pytest.mark.anyio
+DEAD_PID = 4_194_304 + 7  # above the kernel's pid_max
+
+
+def stored(home: Path) -> None:
+    with SessionStore.open(home) as store:
+        store.create_session("hs-done", cwd="/a", started_at=1, status="completed")
+        store.create_session("hs-gone", cwd="/b", started_at=3, owner=ProcessId(DEAD_PID, None))
+        store.create_session("hs-mid", cwd="/a", started_at=2, status="failed")
+
+
+async def test_without_a_live_launcher_the_store_lists_what_discover_does(tmp_path: Path) -> None:
+    stored(tmp_path)
+    listed = from_store(tmp_path)
+    assert listed is not None and listed == await discover(tmp_path)
+    assert [(v.happy_id, v.state) for v in listed] == [
+        ("hs-gone", "ended"),  # its launcher is gone, whatever the store still says
+        ("hs-mid", "failed"),
+        ("hs-done", "completed"),
+    ]
+
+
+async def test_a_live_launcher_sends_the_verb_to_discover(tmp_path: Path) -> None:
+    stored(tmp_path)
+    with SessionStore.open(tmp_path) as store:
+        store.create_session("hs-alpha", cwd="/work/project", started_at=4, owner=this_process(os.getpid()))
+    async with running(FakeController(facts(mode="remote")), tmp_path):
+        with anyio.fail_after(10):
+            assert from_store(tmp_path) is None
+            views = await discover(tmp_path)
+    first = views[0]
+    assert (first.happy_id, first.state, first.mode) == ("hs-alpha", "running", "remote")
