@@ -5,49 +5,68 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from happy_launcher.cli.errors import fail
+from happy_launcher.cli.parsing import Group, parser
 from happy_launcher.errors import HappyError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+_CONTROL = "happy_launcher.cli.control_cmds"
+
+HAPPY = Group(
+    prog="happy",
+    doc="""Run Claude Code as `happy claude` and mirror the session as session-protocol envelopes.
+
+    `happy claude ARGS…` (or plain `happy ARGS…`) runs Claude with Claude's own arguments; see
+    `happy claude --help`.""",
+    sections=(
+        (
+            "commands",
+            {
+                "claude": "happy_launcher.cli.app:claude",
+                "replay": "happy_launcher.cli.app:replay",
+                "protocol": "happy_launcher.cli.app:protocol",
+            },
+        ),
+        (
+            "driving a running session",
+            {
+                name: f"{_CONTROL}:{name}"
+                for name in ("sessions", "send", "watch", "switch", "abort", "approve", "deny")
+            }
+            | {"attach": "happy_launcher.cli.attach_cmd:attach"},
+        ),
+        (
+            "the web page and the Happy app",
+            {
+                "web": "happy_launcher.cli.web_cmds:web",
+                "auth": "happy_launcher.cli.auth_cmds:auth",
+                "daemon": "happy_launcher.cli.daemon_cmds:daemon",
+            },
+        ),
+    ),
+    options="  --version   happy's and Claude's versions\n  -h, --help  this help (also `happy help`)",
 )
-protocol_app = typer.Typer(help="The session protocol.", no_args_is_help=True)
-app.add_typer(protocol_app, name="protocol")
 
 
-def run_app(args: list[str]) -> int:
-    """Run the verbs; a bad command line is one line and exit 2, like every other error."""
+def run_app(args: Sequence[str]) -> int:
+    """Run a verb; a bad command line is one line and exit 2, like every other error."""
     try:
-        code = app(args, prog_name="happy", standalone_mode=False)
-    except typer.TyperException as error:  # click's: a bad option, argument or value
-        ctx = getattr(error, "ctx", None)
-        if type(error).__name__ == "NoArgsIsHelpError":  # as typer tells it (its class is private)
-            return error.exit_code  # `happy protocol`: its help is printed already
-        where = ctx.command_path if ctx is not None else "happy"
-        message = " ".join(error.format_message().split())  # click wraps some messages
-        typer.echo(f"{where}: {message} (see `{where} --help`)", err=True)
-        return error.exit_code
-    except typer.Abort:  # stdin closed at a prompt
-        return 1
-    return code if isinstance(code, int) else 0
+        if list(args[:1]) == ["--version"]:
+            return _version()
+        return HAPPY.run(args)
+    except SystemExit as done:  # --help, a bad command line, a reported error
+        return done.code if isinstance(done.code, int) else 0
 
 
-def _show_version(value: bool) -> None:
-    if not value:
-        return
+def _version() -> int:
     import subprocess
 
     from happy_launcher.claude.binary import find_claude
     from happy_launcher.version import __version__
 
-    typer.echo(f"happy {__version__}")
+    print(f"happy {__version__}", flush=True)
     try:
         claude = find_claude(os.environ)
     except HappyError as error:
@@ -57,56 +76,41 @@ def _show_version(value: bool) -> None:
         version = done.stdout.strip() or f"unknown (--version exited {done.returncode})"
     except (OSError, subprocess.TimeoutExpired) as exc:
         version = f"unknown ({exc})"
-    typer.echo(f"claude {version} at {claude}")
-    raise typer.Exit(0)
+    print(f"claude {version} at {claude}")
+    return 0
 
 
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_show_version, is_eager=True, help="happy's and Claude's versions."
-        ),
-    ] = False,
-) -> None:
-    """Run Claude Code as `happy claude` and mirror the session as session-protocol envelopes.
-
-    `happy claude ARGS…` (or plain `happy ARGS…`) runs Claude with Claude's own arguments; see
-    `happy claude --help`."""
-
-
-@app.command(
-    "claude",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
-)
-def claude_command(ctx: typer.Context) -> None:
+def claude(prog: str, argv: list[str]) -> int:
     """Run Claude Code under happy (all Claude flags pass through; see `happy claude --help`)."""
     from happy_launcher.cli.claude_cmd import run
 
-    raise typer.Exit(run(list(ctx.args)))
+    return run(argv)
 
 
-@app.command()
-def replay(
-    transcript: Annotated[
-        Path, typer.Argument(help="A Claude session transcript (<session-id>.jsonl), a pipe, or - for stdin.")
-    ],
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep tailing the transcript.")] = False,
-) -> None:
+def replay(prog: str, argv: list[str]) -> int:
     """Map a transcript and its subagent files to envelopes: one JSON per line on stdout."""
+    p = parser(prog, replay)
+    p.add_argument(
+        "transcript",
+        type=Path,
+        metavar="TRANSCRIPT",
+        help="A Claude session transcript (<session-id>.jsonl), a pipe, or - for stdin.",
+    )
+    p.add_argument("--follow", "-f", action="store_true", help="Keep tailing the transcript.")
+    args = p.parse_args(argv)
     from happy_launcher.protocol import Cuid2Ids
     from happy_launcher.session.replay import replay_file
 
     try:
-        summary = replay_file(transcript, Cuid2Ids(), sys.stdout.buffer, follow=follow)
+        summary = replay_file(args.transcript, Cuid2Ids(), sys.stdout.buffer, follow=args.follow)
     except HappyError as error:
         _discard_stdout()
         raise fail(error) from None
     except BrokenPipeError:
         _discard_stdout()
-        raise typer.Exit(0) from None  # `happy replay x | head`: the reader has what it wanted
-    typer.echo(summary.line(), err=True)
+        return 0  # `happy replay x | head`: the reader has what it wanted
+    print(summary.line(), file=sys.stderr)
+    return 0
 
 
 def _discard_stdout() -> None:
@@ -119,49 +123,19 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-@protocol_app.command("schema")
-def protocol_schema() -> None:
+def protocol(prog: str, argv: list[str]) -> int:
+    """The session protocol."""
+    return Group(
+        prog, protocol.__doc__ or "", (("commands", {"schema": "happy_launcher.cli.app:schema"}),)
+    ).run(argv)
+
+
+def schema(prog: str, argv: list[str]) -> int:
     """Print the JSON Schema of the session-protocol envelope."""
+    parser(prog, schema).parse_args(argv)
     import json
 
     from happy_launcher.protocol import envelope_schema
 
-    typer.echo(json.dumps(envelope_schema(), indent=2))
-
-
-def _register_control_verbs() -> None:
-    from happy_launcher.cli.attach_cmd import attach
-    from happy_launcher.cli.control_cmds import register
-
-    register(app)
-    app.command(rich_help_panel="Driving a running session")(attach)
-
-
-_register_control_verbs()
-
-
-def _register_web() -> None:
-    from happy_launcher.cli.web_cmds import web_app
-
-    app.add_typer(web_app, name="web")
-
-
-_register_web()
-
-
-def _register_auth() -> None:
-    from happy_launcher.cli.auth_cmds import auth_app
-
-    app.add_typer(auth_app, name="auth")
-
-
-_register_auth()
-
-
-def _register_daemon() -> None:
-    from happy_launcher.cli.daemon_cmds import daemon_app
-
-    app.add_typer(daemon_app, name="daemon")
-
-
-_register_daemon()
+    print(json.dumps(envelope_schema(), indent=2))
+    return 0

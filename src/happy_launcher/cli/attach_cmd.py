@@ -1,42 +1,40 @@
 """`happy attach [SESSION]`: a session running without a terminal (started from the phone) taken
 into Claude's TUI here; Ctrl-T or closing the terminal hands it back (runner/attach.py). The
-runner and the spawner load when the verb runs: registering it loads only typer."""
+runner and the spawner load when the verb runs."""
 
 from __future__ import annotations
 
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from happy_launcher.cli.errors import fail
+from happy_launcher.cli.parsing import parser
 from happy_launcher.errors import HappyError, UsageError
 
 if TYPE_CHECKING:
     from happy_launcher.runner.attach import Detached, Taken
     from happy_launcher.session.launcher import LauncherExit
 
-SessionArg = Annotated[
-    str | None,
-    typer.Argument(
+
+def attach(prog: str, argv: list[str]) -> int:
+    """Take a session that runs without a terminal (started from the phone) into Claude's TUI here.
+    The same session, nothing lost. Ctrl-T, a `happy send` or closing the terminal hands it back
+    (it runs on without a terminal, as before); /exit ends it."""
+    p = parser(prog, attach)
+    p.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
         help="A unique prefix of a happy or Claude session id, or its title "
-        "(default: the one session running without a terminal)."
-    ),
-]
-
-
-def attach(session: SessionArg = None) -> None:
-    """Take a session that runs without a terminal (started from the phone) into Claude's TUI here:
-    the same session, nothing lost. Ctrl-T, a `happy send` or closing the terminal hands it back
-    (it runs on without a terminal, as before); /exit ends it. SESSION: a unique prefix of its id,
-    or its title (default: the one session running without a terminal)."""
+        "(default: the one session running without a terminal).",
+    )
+    session = p.parse_args(argv).session
     try:
-        code = _attach(session)
+        return _attach(session)
     except HappyError as error:
         raise fail(error) from None
-    raise typer.Exit(code)
 
 
 def _attach(selector: str | None) -> int:

@@ -5,30 +5,33 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
-
-import typer
 
 from happy_launcher.cli.errors import fail
+from happy_launcher.cli.parsing import Group, Parser, parser
 from happy_launcher.errors import HappyError
 from happy_launcher.home.dirs import happy_home
 
-auth_app = typer.Typer(
-    help="Log in to Happy's server (the relay to the Happy app), as Happy's CLI does.", no_args_is_help=True
-)
+_HERE = "happy_launcher.cli.auth_cmds"
 
 CANCELLED = 130  # Ctrl-C, as a shell reports SIGINT
 NOT_LOGGED_IN = 1
 
-ServerOption = Annotated[
-    str | None,
-    typer.Option("--server", help="Happy's server (default: HAPPY_SERVER_URL, else Happy's hosted one)."),
-]
+
+def auth(prog: str, argv: list[str]) -> int:
+    """Log in to Happy's server (the relay to the Happy app), as Happy's CLI does."""
+    verbs = {name: f"{_HERE}:{name}" for name in ("login", "status", "logout")}
+    return Group(prog, auth.__doc__ or "", (("commands", verbs),)).run(argv)
 
 
-@auth_app.command()
-def login(server: ServerOption = None) -> None:
+def with_server(p: Parser) -> Parser:
+    """The --server option (the daemon's too)."""
+    p.add_argument("--server", help="Happy's server (default: HAPPY_SERVER_URL, else Happy's hosted one).")
+    return p
+
+
+def login(prog: str, argv: list[str]) -> int:
     """Pair this terminal with the Happy app (scan the code, approve); saves HAPPY_HOME_DIR/access.key."""
+    server = with_server(parser(prog, login)).parse_args(argv).server
     import time
 
     import segno
@@ -43,10 +46,10 @@ def login(server: ServerOption = None) -> None:
         pairing = Pairing()
 
         def announce() -> None:
-            typer.echo(f"In the Happy app, scan this code or open this link to log in:\n{pairing.link}")
+            print(f"In the Happy app, scan this code or open this link to log in:\n{pairing.link}")
             segno.make(pairing.link, error="m").terminal(out=sys.stdout, compact=True)
             bound = f"up to {PAIRING_BOUND / 60:.0f} min; Ctrl-C cancels"
-            typer.echo(f"Waiting for the app to approve, through {http.url} ({bound})")
+            print(f"Waiting for the app to approve, through {http.url} ({bound})", flush=True)
 
         try:
             credentials = wait_for_approval(
@@ -59,14 +62,15 @@ def login(server: ServerOption = None) -> None:
     except HappyError as error:
         raise fail(error) from None
     except KeyboardInterrupt:
-        typer.echo("happy: login cancelled; nothing was saved", err=True)
-        raise typer.Exit(CANCELLED) from None
-    typer.echo(f"Logged in to {http.url} ({credentials.variant} credentials, machine {machine_id})")
+        print("happy: login cancelled; nothing was saved", file=sys.stderr)
+        return CANCELLED
+    print(f"Logged in to {http.url} ({credentials.variant} credentials, machine {machine_id})")
+    return 0
 
 
-@auth_app.command()
-def status(server: ServerOption = None) -> None:
+def status(prog: str, argv: list[str]) -> int:
     """The server, logged in or not (exit 1 if not), the variant, the machine id (asks no server)."""
+    server = with_server(parser(prog, status)).parse_args(argv).server
     from happy_launcher.bridge.keys.credentials import read_credentials, read_machine_id
     from happy_launcher.bridge.keys.server import server_url
 
@@ -76,18 +80,19 @@ def status(server: ServerOption = None) -> None:
         machine_id = read_machine_id(home)
     except HappyError as error:
         raise fail(error) from None
-    typer.echo(f"server: {server_url(server, os.environ)}")
+    print(f"server: {server_url(server, os.environ)}")
     if credentials is None:
-        typer.echo(f"not logged in (no {home / 'access.key'}): run `happy auth login`")
-        raise typer.Exit(NOT_LOGGED_IN)
-    typer.echo(f"logged in ({credentials.variant} credentials in {home / 'access.key'})")
-    typer.echo(f"machine id: {machine_id or 'none yet'}")
+        print(f"not logged in (no {home / 'access.key'}): run `happy auth login`")
+        return NOT_LOGGED_IN
+    print(f"logged in ({credentials.variant} credentials in {home / 'access.key'})")
+    print(f"machine id: {machine_id or 'none yet'}")
+    return 0
 
 
-@auth_app.command()
-def logout() -> None:
-    """Remove this machine's credentials (HAPPY_HOME_DIR/access.key) and stop the bridge, which
-    holds the token; the machine id stays."""
+def logout(prog: str, argv: list[str]) -> int:
+    """Remove this machine's credentials (HAPPY_HOME_DIR/access.key) and stop the bridge. The
+    bridge holds the token; the machine id stays."""
+    parser(prog, logout).parse_args(argv)
     from happy_launcher.bridge.keys.credentials import remove_credentials
     from happy_launcher.bridge.process.daemon import stop as stop_bridge
 
@@ -99,4 +104,5 @@ def logout() -> None:
         raise fail(error) from None
     where = home / "access.key"
     said = f"logged out (removed {where})" if removed else "not logged in: nothing to remove"
-    typer.echo(said if stopped is None else f"{said}; the bridge stopped (pid {stopped})")
+    print(said if stopped is None else f"{said}; the bridge stopped (pid {stopped})")
+    return 0

@@ -14,6 +14,7 @@ from happy_launcher.claude.args import HELP, ClaudeArgs, is_uuid, parse_happy_cl
 from happy_launcher.claude.binary import find_claude
 from happy_launcher.claude.paths import project_dir
 from happy_launcher.claude.picks import resolve_pick
+from happy_launcher.cli.errors import report
 from happy_launcher.errors import HappyError, StoreError, UsageError, unwrapped
 from happy_launcher.home.dirs import ACCESS_KEY, ensure_home, happy_home, run_dir
 from happy_launcher.session.config import RunConfig
@@ -28,12 +29,7 @@ def run(argv: Sequence[str]) -> int:
         with unwrapped():  # a task group's error is reported as itself
             return _run(argv)
     except HappyError as error:
-        # As every verb's errors (cli/errors.py, which loads typer: not on Claude's start path):
-        # the line can quote Claude or the session, so its control characters are shown.
-        from happy_launcher.terminal.plain_text import visible
-
-        sys.stderr.write(f"happy: {visible(str(error))}\n")
-        return error.exit_code
+        return report(error)
 
 
 def _run(argv: Sequence[str]) -> int:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, TypeVar
 
 from happy_launcher.cli.errors import fail
+from happy_launcher.cli.parsing import Parser, parser
 from happy_launcher.errors import HappyError, UsageError
 
 if TYPE_CHECKING:
@@ -25,15 +23,16 @@ if TYPE_CHECKING:
     from happy_launcher.session.ports import InputMode
 
 _T = TypeVar("_T")
-SessionArg = Annotated[
-    str | None,
-    typer.Argument(help="A unique prefix of a happy or Claude session id (default: the only running one)."),
-]
 
 
-class Target(StrEnum):
-    local = "local"
-    remote = "remote"
+def _with_session(p: Parser) -> Parser:
+    p.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION",
+        help="A unique prefix of a happy or Claude session id (default: the only running one).",
+    )
+    return p
 
 
 def _run(verb: Callable[[Path], Awaitable[_T]]) -> _T:
@@ -47,15 +46,20 @@ def _run(verb: Callable[[Path], Awaitable[_T]]) -> _T:
         raise fail(error) from None
 
 
-def sessions(
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session.")] = False,
-) -> None:
+def sessions(prog: str, argv: list[str]) -> int:
     """List running and recent sessions: ids, state, mode, pid, started, last activity, cwd, title."""
-    from happy_launcher.control import verbs
-    from happy_launcher.control.views import SessionView
+    p = parser(prog, sessions)
+    p.add_argument("--json", dest="as_json", action="store_true", help="One JSON object per session.")
+    as_json = p.parse_args(argv).as_json
+    from happy_launcher.control.views import SessionView, from_store
+    from happy_launcher.home.dirs import happy_home
     from happy_launcher.session.naming import TranscriptTitles, session_title
 
-    views = _run(verbs.sessions)
+    views = from_store(happy_home(os.environ))  # no launcher to ask: no event loop, no client
+    if views is None:
+        from happy_launcher.control import verbs
+
+        views = _run(verbs.sessions)
     reader = TranscriptTitles()
     titles = [session_title(view.first_prompt, view.transcript, reader) for view in views]
     if as_json:
@@ -63,9 +67,10 @@ def sessions(
 
         for view, title in zip(views, titles, strict=True):
             row = {k: getattr(view, k) for k in SessionView.__slots__ if k not in _NOT_LISTED}
-            typer.echo(orjson.dumps({**row, "title": title}).decode())
-        return
-    typer.echo(_table(views, titles))
+            print(orjson.dumps({**row, "title": title}).decode())
+        return 0
+    print(_table(views, titles))
+    return 0
 
 
 _NOT_LISTED = frozenset({"socket", "first_prompt", "transcript"})  # the title stands for them
@@ -104,45 +109,39 @@ def _when(ms: int | None) -> str:
     return "-" if ms is None else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def send(
-    words: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="[SESSION] [TEXT]", help="TEXT, or SESSION then TEXT (- or none: stdin)."),
-    ] = None,
-    message_id: Annotated[
-        str | None, typer.Option("--id", help="Your id for the message: sending it again is a no-op.")
-    ] = None,
-    inject: Annotated[
-        bool | None,
-        typer.Option(
-            "--inject/--switch",
-            help="In local mode: type it into the live TUI, or hand the session to remote mode "
-            "(default: the session's --happy-remote-input).",
-            show_default=False,
-        ),
-    ] = None,
-    permission_mode: Annotated[
-        str | None,
-        typer.Option(
-            "--permission-mode",
-            metavar="MODE",
-            help="Claude's permission mode from this message on, in remote mode (the TUI keeps its "
-            "own): default, acceptEdits, bypassPermissions, plan (Happy's yolo, safe-yolo, read-only too).",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", help="Claude's model (a name or an alias) from this message on, as --permission-mode."
-        ),
-    ] = None,
-) -> None:
+def send(prog: str, argv: list[str]) -> int:
     """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
-    import uuid
-
-    from happy_launcher.control import verbs
-
-    words = words or []
+    p = parser(prog, send)
+    p.add_argument(
+        "words", nargs="*", metavar="[SESSION] [TEXT]", help="TEXT, or SESSION then TEXT (- or none: stdin)."
+    )
+    p.add_argument("--id", dest="message_id", help="Your id for the message: sending it again is a no-op.")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument(
+        "--inject",
+        dest="mode",
+        action="store_const",
+        const="inject",
+        help="In local mode: type it into the live TUI (default: the session's --happy-remote-input).",
+    )
+    how.add_argument(
+        "--switch",
+        dest="mode",
+        action="store_const",
+        const="switch",
+        help="In local mode: hand the session to remote mode.",
+    )
+    p.add_argument(
+        "--permission-mode",
+        metavar="MODE",
+        help="Claude's permission mode from this message on, in remote mode (the TUI keeps its own): "
+        "default, acceptEdits, bypassPermissions, plan (Happy's yolo, safe-yolo, read-only too).",
+    )
+    p.add_argument(
+        "--model", help="Claude's model (a name or an alias) from this message on, as --permission-mode."
+    )
+    args = p.parse_intermixed_args(argv)
+    words: list[str] = args.words
     if len(words) > 2:
         raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))
     selector, text = (words[0], words[1]) if len(words) == 2 else (None, words[0] if words else None)
@@ -150,22 +149,31 @@ def send(
         text = sys.stdin.read()
     if not text.strip():
         raise fail(UsageError("nothing to send: give TEXT, or pipe it on stdin"))
-    mid = message_id or str(uuid.uuid4())
-    mode: InputMode | None = None if inject is None else "inject" if inject else "switch"
+    import uuid
+
+    from happy_launcher.control import verbs
+
+    mid: str = args.message_id or str(uuid.uuid4())
+    mode: InputMode | None = args.mode
+    permission_mode, model = args.permission_mode, args.model
     accepted = _run(
         lambda home: verbs.send(home, selector, text, mid, mode, permission_mode=permission_mode, model=model)
     )
-    typer.echo(f"{'already accepted' if accepted.duplicate else 'accepted'}: message {mid}")
+    print(f"{'already accepted' if accepted.duplicate else 'accepted'}: message {mid}")
+    return 0
 
 
-def watch(
-    session: SessionArg = None,
-    from_start: Annotated[bool, typer.Option("--from-start", help="The whole history first.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Envelope JSON lines, exactly as stored.")] = False,
-) -> None:
+def watch(prog: str, argv: list[str]) -> int:
     """Follow a session's envelopes until it ends (an ended session: its history). Without SESSION:
     the session of this directory (the running one, else the latest), else the only running one."""
-    output = _watch_output(as_json)
+    p = _with_session(parser(prog, watch))
+    p.add_argument("--from-start", action="store_true", help="The whole history first.")
+    p.add_argument(
+        "--json", dest="as_json", action="store_true", help="Envelope JSON lines, exactly as stored."
+    )
+    args = p.parse_args(argv)
+    session, from_start = args.session, args.from_start
+    output = _watch_output(args.as_json)
     here = str(Path.cwd())
     try:
         if not _print_ended(session, output, here):
@@ -173,7 +181,8 @@ def watch(
 
             _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here))
     except (BrokenPipeError, KeyboardInterrupt):
-        raise typer.Exit(0) from None
+        pass  # the reader has what it wanted, or the user stopped watching
+    return 0
 
 
 def _print_ended(selector: str | None, output: verbs.WatchOutput, cwd: str) -> bool:
@@ -206,52 +215,62 @@ def _watch_output(as_json: bool) -> verbs.WatchOutput:
     return Pretty()
 
 
-def switch(
-    session: SessionArg = None,
-    to: Annotated[Target, typer.Option("--to", help="The front end to move the session to.")] = Target.remote,
-) -> None:
+def switch(prog: str, argv: list[str]) -> int:
     """Move a running session to local (the TUI) or remote mode. Says what it did: "switched to
     remote", or "already in remote mode" (exit 0 for both)."""
+    p = _with_session(parser(prog, switch))
+    p.add_argument(
+        "--to", choices=("local", "remote"), default="remote", help="The front end to move it to (remote)."
+    )
+    args = p.parse_args(argv)
+    session, to = args.session, args.to
     from happy_launcher.control import verbs
 
-    done = _run(lambda home: verbs.switch(home, session, to.value))
-    typer.echo(f"already in {to.value} mode" if done == "already-there" else f"switched to {to.value}")
+    done = _run(lambda home: verbs.switch(home, session, to))
+    print(f"already in {to} mode" if done == "already-there" else f"switched to {to}")
+    return 0
 
 
-def abort(session: SessionArg = None) -> None:
+def abort(prog: str, argv: list[str]) -> int:
     """End the running turn of a session (cancelled). Says what it did: "aborted the running turn",
     or "no turn is running" (exit 0 for both)."""
+    session = _with_session(parser(prog, abort)).parse_args(argv).session
     from happy_launcher.control import verbs
 
     done = _run(lambda home: verbs.abort(home, session))
-    typer.echo("no turn is running" if done == "no-turn" else "aborted the running turn")
+    print("no turn is running" if done == "no-turn" else "aborted the running turn")
+    return 0
 
 
-RequestArg = Annotated[
-    str | None, typer.Argument(help="The permission request's id (default: the only pending one).")
-]
+def _with_request(p: Parser) -> Parser:
+    p.add_argument(
+        "request",
+        nargs="?",
+        metavar="REQUEST",
+        help="The permission request's id (default: the only pending one).",
+    )
+    return p
 
 
-def approve(session: SessionArg = None, request: RequestArg = None) -> None:
+def approve(prog: str, argv: list[str]) -> int:
     """Allow a pending permission request."""
+    args = _with_request(_with_session(parser(prog, approve))).parse_args(argv)
+    session, request = args.session, args.request
     from happy_launcher.control import verbs
 
     answered = _run(lambda home: verbs.answer(home, session, request, True, None))
-    typer.echo(f"allowed {answered}")
+    print(f"allowed {answered}")
+    return 0
 
 
-def deny(
-    session: SessionArg = None,
-    request: RequestArg = None,
-    message: Annotated[str | None, typer.Option("--message", "-m", help="Why (Claude sees it).")] = None,
-) -> None:
+def deny(prog: str, argv: list[str]) -> int:
     """Deny a pending permission request."""
+    p = _with_request(_with_session(parser(prog, deny)))
+    p.add_argument("--message", "-m", help="Why (Claude sees it).")
+    args = p.parse_args(argv)
+    session, request, message = args.session, args.request, args.message
     from happy_launcher.control import verbs
 
     answered = _run(lambda home: verbs.answer(home, session, request, False, message))
-    typer.echo(f"denied {answered}")
-
-
-def register(app: typer.Typer) -> None:
-    for command in (sessions, send, watch, switch, abort, approve, deny):
-        app.command(rich_help_panel="Driving a running session")(command)
+    print(f"denied {answered}")
+    return 0

@@ -1,69 +1,64 @@
-"""`happy daemon start|stop|status`: the bridge to Happy's server, one per HAPPY_HOME_DIR (and the
-Thin: parse, call happy_launcher.bridge, print."""
+"""`happy daemon start|stop|status`: the bridge to Happy's server, one per HAPPY_HOME_DIR. Thin:
+parse, call happy_launcher.bridge, print."""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
 
-import typer
-
+from happy_launcher.cli.auth_cmds import with_server
 from happy_launcher.cli.errors import fail
+from happy_launcher.cli.parsing import Group, parser
 from happy_launcher.errors import DaemonError, HappyError
 from happy_launcher.home.dirs import happy_home
 
-daemon_app = typer.Typer(
-    help="The bridge to Happy's server (the relay to the Happy app): one per HAPPY_HOME_DIR, "
-    "started by `happy claude` when logged in.",
-    no_args_is_help=True,
-)
-
 NOT_RUNNING = 1
+_HERE = "happy_launcher.cli.daemon_cmds"
 
 
-@daemon_app.command()
-def start(
-    server: Annotated[
-        str | None,
-        typer.Option("--server", help="Happy's server (default: HAPPY_SERVER_URL, else Happy's hosted one)."),
-    ] = None,
-    allow_dir: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-dir",
-            metavar="DIR",
-            help="A directory the app may start sessions in (and under); repeat for more. Replaces the "
-            "kept list (default: your home directory).",
-        ),
-    ] = None,
-    max_sessions: Annotated[
-        int | None,
-        typer.Option(
-            "--max-sessions",
-            metavar="N",
-            help="At most this many sessions started from the app or the page at once (8).",
-        ),
-    ] = None,
-    push_url: Annotated[
-        str | None,
-        typer.Option(
-            "--push-url",
-            metavar="URL",
-            help='Send notifications to this Expo-compatible push service yourself ("": let Happy\'s '
-            "server send them, the default). Kept; applies at the bridge's next start.",
-        ),
-    ] = None,
-    long_turn: Annotated[
-        float | None,
-        typer.Option(
-            "--long-turn",
-            metavar="SECONDS",
-            help="Notify when a turn this long ends (20). Kept, as --push-url.",
-        ),
-    ] = None,
-) -> None:
+def daemon(prog: str, argv: list[str]) -> int:
+    """The bridge to Happy's server (the relay to the Happy app). One per HAPPY_HOME_DIR, started
+    by `happy claude` when logged in."""
+    verbs = {name: f"{_HERE}:{name}" for name in ("start", "stop", "status")}
+    return Group(prog, daemon.__doc__ or "", (("commands", verbs),)).run(argv)
+
+
+def start(prog: str, argv: list[str]) -> int:
     """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies.
     Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
+    p = with_server(parser(prog, start))
+    p.add_argument(
+        "--allow-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="A directory the app may start sessions in (and under); repeat for more. Replaces the "
+        "kept list (default: your home directory).",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="N",
+        help="At most this many sessions started from the app or the page at once (8).",
+    )
+    p.add_argument(
+        "--push-url",
+        metavar="URL",
+        help='Send notifications to this Expo-compatible push service yourself ("": let Happy\'s '
+        "server send them, the default). Kept; applies at the bridge's next start.",
+    )
+    p.add_argument(
+        "--long-turn",
+        type=float,
+        metavar="SECONDS",
+        help="Notify when a turn this long ends (20). Kept, as --push-url.",
+    )
+    args = p.parse_args(argv)
+    allow_dir, max_sessions, push_url, long_turn = (
+        args.allow_dir,
+        args.max_sessions,
+        args.push_url,
+        args.long_turn,
+    )
     from pathlib import Path
 
     from happy_launcher.bridge.app.notify import configure_push
@@ -81,7 +76,7 @@ def start(
             configure(home, Path.home(), allow_dir or [], max_sessions)
         if push_url is not None or long_turn is not None:
             configure_push(home, push_url, long_turn)
-        env = {**os.environ, SERVER_ENV: server} if server else dict(os.environ)
+        env = {**os.environ, SERVER_ENV: args.server} if args.server else dict(os.environ)
         started = daemon.start(home, env)
         status = read_status(home)
         if not started.already and status is not None and status.state == "stopped":
@@ -89,32 +84,34 @@ def start(
     except HappyError as error:
         raise fail(error) from None
     if started.already:
-        typer.echo(f"the bridge already runs (pid {started.pid}): see `happy daemon status`")
+        print(f"the bridge already runs (pid {started.pid}): see `happy daemon status`")
     elif not started.settled or status is None:
-        typer.echo(f"the bridge started (pid {started.pid}), still connecting: see `happy daemon status`")
+        print(f"the bridge started (pid {started.pid}), still connecting: see `happy daemon status`")
     else:
-        typer.echo(f"the bridge started (pid {started.pid}): {status.line()}")
+        print(f"the bridge started (pid {started.pid}): {status.line()}")
+    return 0
 
 
-@daemon_app.command()
-def stop() -> None:
+def stop(prog: str, argv: list[str]) -> int:
     """Stop the bridge (SIGTERM; SIGKILL after 10 s)."""
+    parser(prog, stop).parse_args(argv)
     from happy_launcher.bridge.process.daemon import stop as stop_bridge
 
     try:
         pid = stop_bridge(happy_home(os.environ))
     except HappyError as error:
         raise fail(error) from None
-    typer.echo("not running" if pid is None else f"stopped (pid {pid})")
+    print("not running" if pid is None else f"stopped (pid {pid})")
+    return 0
 
 
-@daemon_app.command()
-def status(
-    as_json: Annotated[
-        bool, typer.Option("--json", help="The status file, plus `running`, as JSON.")
-    ] = False,
-) -> None:
+def status(prog: str, argv: list[str]) -> int:
     """Whether the bridge runs (exit 0) or not (exit 1); its pid, server, state and last error."""
+    p = parser(prog, status)
+    p.add_argument(
+        "--json", dest="as_json", action="store_true", help="The status file, plus `running`, as JSON."
+    )
+    as_json = p.parse_args(argv).as_json
     import dataclasses
     import json
 
@@ -129,12 +126,11 @@ def status(
         raise fail(error) from None
     if as_json:
         body = {"running": owner is not None, **(dataclasses.asdict(last) if last else {})}
-        typer.echo(json.dumps(body, indent=2))
+        print(json.dumps(body, indent=2))
     elif owner is None:
-        typer.echo("not running" + (f" (last state: {last.line()}, {last.updated_at})" if last else ""))
+        print("not running" + (f" (last state: {last.line()}, {last.updated_at})" if last else ""))
     else:
-        typer.echo(f"running (pid {owner.pid})")
+        print(f"running (pid {owner.pid})")
         if last is not None and last.pid == owner.pid:
-            typer.echo(f"server: {last.server}\nstate: {last.line()}\nupdated: {last.updated_at}")
-    if owner is None:
-        raise typer.Exit(NOT_RUNNING)
+            print(f"server: {last.server}\nstate: {last.line()}\nupdated: {last.updated_at}")
+    return NOT_RUNNING if owner is None else 0

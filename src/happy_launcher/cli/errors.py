@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import typer
+import sys
 
 from happy_launcher.errors import HappyError
 
 
-def fail(error: HappyError) -> typer.Exit:
-    # An error can quote a session's text (a permission title): its escape sequences are shown.
+def report(error: HappyError) -> int:
+    """Say `error` in one line; its exit code. The line can quote Claude, the session or a
+    permission's title: its control characters are shown, never obeyed."""
     from happy_launcher.terminal.plain_text import visible
 
-    typer.echo(f"happy: {visible(str(error))}", err=True)
-    return typer.Exit(error.exit_code)
+    sys.stderr.write(f"happy: {visible(str(error))}\n")
+    return error.exit_code
+
+
+def fail(error: HappyError) -> SystemExit:
+    """`raise fail(error)`: report it and end the verb with its exit code."""
+    return SystemExit(report(error))

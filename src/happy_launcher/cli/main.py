@@ -1,5 +1,5 @@
-"""The `happy` entry point: `happy claude …` (and plain `happy …`) go straight to local mode
-without loading typer; the other verbs go to the typer app."""
+"""The `happy` entry point: `happy claude …` (and plain `happy …`) go straight to Claude's own
+argument parsing (cli/claude_cmd.py); the other verbs to their parsers (cli/app.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if len(args) == 1 and not args[0].startswith("-"):
         _refuse_a_mistyped_verb(args[0])
     if not args or args[0] not in VERBS:
-        # Claude's flags, parsed by us (not by typer): Claude's start-up must not wait for typer.
+        # Claude's flags, parsed by claude/args.py: Claude's start-up loads no verb parser.
         from happy_launcher.cli.claude_cmd import run
 
         _exit_at_once(run(args[1:] if args and args[0] == "claude" else args))

@@ -12,19 +12,21 @@ from pathlib import Path
 import orjson
 import pexpect
 import pytest
-from typer.testing import CliRunner
 
-from happy_launcher.cli.app import app
 from happy_launcher.protocol import Envelope, parse_envelope
 from tests.support.transcripts import assistant, user, write_jsonl
 
-runner = CliRunner()
+HAPPY = str(Path(sys.executable).with_name("happy"))
 
 
 def replay(path: Path) -> tuple[int, list[Envelope], str]:
-    result = runner.invoke(app, ["replay", str(path)])
-    envelopes = [parse_envelope(line) for line in result.stdout_bytes.splitlines()]
-    return result.exit_code, envelopes, result.stderr
+    done = happy("replay", str(path))
+    envelopes = [parse_envelope(line) for line in done.stdout.splitlines()]
+    return done.returncode, envelopes, done.stderr.decode()
+
+
+def happy(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([HAPPY, *args], capture_output=True, timeout=60, check=False)
 
 
 def two_turns() -> list[dict[str, object]]:
@@ -68,10 +70,10 @@ def test_replay_prints_envelopes_with_record_times(tmp_path: Path) -> None:
     [("missing.jsonl", "no such transcript"), (".", "is a directory")],
 )
 def test_unreadable_input_is_a_one_line_error_exit_2(tmp_path: Path, path: str, message: str) -> None:
-    result = runner.invoke(app, ["replay", str(tmp_path / path)])
-    assert result.exit_code == 2
-    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    assert result.stdout == ""
+    done = happy("replay", str(tmp_path / path))
+    assert done.returncode == 2
+    assert message in done.stderr.decode() and len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == b""
 
 
 def test_malformed_input_loses_nothing_else(tmp_path: Path) -> None:
@@ -105,9 +107,9 @@ def test_malformed_input_loses_nothing_else(tmp_path: Path) -> None:
 
 
 def test_protocol_schema_command() -> None:
-    result = runner.invoke(app, ["protocol", "schema"])
-    assert result.exit_code == 0
-    assert orjson.loads(result.stdout)["title"] == "Envelope"
+    done = happy("protocol", "schema")
+    assert done.returncode == 0
+    assert orjson.loads(done.stdout)["title"] == "Envelope"
 
 
 def test_follow_tails_new_records_and_leaves_the_turn_open(tmp_path: Path) -> None:
@@ -147,8 +149,6 @@ def test_a_finished_transcript_closes_the_turn_of_an_unanswered_prompt(tmp_path:
 
 
 # -- pipes, FIFOs, stdin and output errors, through the real command ---------------------------------
-
-HAPPY = str(Path(sys.executable).with_name("happy"))
 
 
 def shell(script: str, **env: str) -> subprocess.CompletedProcess[bytes]:
