@@ -14,11 +14,11 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from happy_launcher.errors import StoreConflictError, StoreError
 from happy_launcher.home.dirs import HOME_ENV, ensure_home
 from happy_launcher.home.procs import ProcessId
-from happy_launcher.protocol import Envelope, parse_envelope
 from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, WAL_BURST
 from happy_launcher.store.happy_links import HappyLinkStore
 from happy_launcher.store.resume import Delivered, ResumeStore
@@ -30,6 +30,9 @@ from happy_launcher.store.schema import (
     store_error,
     update_session,
 )
+
+if TYPE_CHECKING:
+    from happy_launcher.protocol import Envelope
 
 DB_NAME = "sessions.db"
 _LOG = logging.getLogger("happy_launcher.store")
@@ -353,6 +356,9 @@ class SessionStore(ResumeStore, HappyLinkStore):
     def envelopes(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[tuple[int, Envelope]]:
+        # Loaded here: a reader of raw envelopes (`happy watch`) starts without the protocol's models.
+        from happy_launcher.protocol import parse_envelope
+
         return [(seq, parse_envelope(body)) for seq, body in self.raw_envelopes(session_id, after_seq, limit)]
 
 
