@@ -5,7 +5,7 @@ the stored bytes; a splitter of a byte stream into bounded lines; the schemas th
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -19,7 +19,6 @@ from happy_launcher.control.wire import (
     Event,
     Reply,
     Request,
-    ServerLine,
     WireLine,
 )
 
@@ -44,9 +43,12 @@ def _request() -> TypeAdapter[Request]:
     return TypeAdapter[Request](Request)
 
 
-@cache
-def _server_line() -> TypeAdapter[ServerLine]:
-    return TypeAdapter[ServerLine](ServerLine)
+# A server line is validated by the model its `type` names (as a discriminated union would), so
+# a client builds the schemas of the lines it gets: `happy sessions` only `hello`'s, not the
+# envelope's (the protocol's whole event union).
+_SERVER_LINES: dict[object, type[WireLine]] = {
+    model.model_fields["type"].default: model for model in (*REPLIES, *EVENTS)
+}
 
 
 def parse_request(line: bytes) -> Request:
@@ -64,7 +66,16 @@ def parse_request(line: bytes) -> Request:
 
 def parse_server_line(line: bytes) -> Reply | Event:
     try:
-        return _server_line().validate_json(line)
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise WireError("bad-json", f"not a JSON line ({exc})") from None
+    kind = data.get("type") if isinstance(data, dict) else None
+    model = _SERVER_LINES.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        known = ", ".join(str(name) for name in _SERVER_LINES)
+        raise WireError("bad-request", f"type: {kind!r} is none of {known}; see docs/control-protocol.md")
+    try:
+        return cast(Reply | Event, model.model_validate(data))
     except ValidationError as exc:
         raise WireError("bad-request", _explain(exc)) from None
 

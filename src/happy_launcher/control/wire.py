@@ -300,7 +300,6 @@ class Dropped(WireLine):
 
 Reply = HelloReply | OkReply | AcceptedReply | StatusReply | DecisionReply | ErrorReply
 Event = EnvelopeEvent | PermissionRequested | PermissionSettled | Dropped
-ServerLine = Annotated[Reply | Event, Field(discriminator="type")]
 
 REQUESTS: tuple[type[WireLine], ...] = (
     HelloRequest,
