@@ -70,6 +70,7 @@ async def one_session(home: Path, n: int) -> None:
     assert facts.happy_session_id is not None
     with SessionStore.open(home) as store:
         store.create_session(facts.happy_session_id, cwd=facts.cwd, started_at=n, owner=me)
+        store.note_front(facts.happy_session_id, facts.mode, terminal=facts.terminal)  # as a launcher does
         factory = EnvelopeFactory(SequentialIds(f"s{n:04d}"))
         store.append_envelopes(facts.happy_session_id, [factory.user_text(f"prompt of session {n}", n)])
     async with anyio.create_task_group() as tg:

@@ -351,6 +351,8 @@ def test_a_headless_run_is_watched_but_takes_no_messages(cenv: ClaudeEnv, tmp_pa
         assert refused.returncode != 0 and "takes no messages" in refused.stderr
         listed = verb("sessions").stdout
         assert "running" in listed and " headless " in listed, listed
+        with SessionStore.open(home) as store:  # as the launcher noted it: listed without asking it
+            assert [s.mode for s in store.session_summaries() if s.info.status == "running"] == ["headless"]
         out, _ = run.communicate(timeout=60)
         watched = watcher.stdout.read()  # to EOF: watch ends with the session (the test's timeout bounds it)
         assert watcher.wait(timeout=30) == 0

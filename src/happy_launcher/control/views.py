@@ -1,8 +1,8 @@
 """What the store says about sessions, and how a verb names one: a session counts as running only
 while its launcher lives; one whose launcher is gone is shown ended, whatever the store still says.
 The launchers' own facts are joined in by control/discovery.py; this module needs neither the event
-loop nor the control client, so a verb that reads only the store (`happy watch` of an ended
-session) starts without them."""
+loop nor the control client, so a verb that can read it all from the store (`happy sessions`,
+`happy watch` of an ended session) starts without them."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def stored_view(home: Path, summary: SessionSummary, facts: Facts | None, path: 
         happy_id=info.id,
         claude_id=facts.claude_session_id if facts is not None else info.claude_session_id,
         state="running" if alive else ("ended" if info.status == "running" else info.status),
-        mode=facts.mode if facts is not None else None,
+        mode=facts.mode if facts is not None else summary.mode if alive else None,
         cwd=info.cwd,
         pid=owner.pid if owner is not None else None,
         started_at=info.started_at,
@@ -116,16 +116,19 @@ def stored_view(home: Path, summary: SessionSummary, facts: Facts | None, path: 
         continuity_break=summary.continuity_break,
         first_prompt=summary.first_prompt,
         transcript=summary.transcript,
-        terminal=facts.terminal if facts is not None else None,
+        terminal=facts.terminal if facts is not None else summary.terminal if alive else None,
     )
 
 
 def from_store(home: Path) -> list[SessionView] | None:
-    """Every session as `discover` would list it, when no launcher is live to add to it; None:
-    some launcher may answer (a session not named yet, a running one's current Claude id)."""
-    if any(running(pid) for pid in live_sockets(home)):
+    """Every session as `discover` would list it, when the store describes every live launcher
+    (each owns a running session whose front end it noted); None: some launcher must be asked
+    (a session not named yet, or an older happy that notes no front end)."""
+    views = [stored_view(home, summary, None, None) for summary in stored_summaries(home)]
+    described = {view.pid for view in views if view.running and view.mode is not None}
+    if any(pid not in described and running(pid) for pid in live_sockets(home)):
         return None
-    return newest_first([stored_view(home, summary, None, None) for summary in stored_summaries(home)])
+    return newest_first(views)
 
 
 def newest_first(views: list[SessionView]) -> list[SessionView]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from happy_launcher.errors import StoreError
 from happy_launcher.local.tui_input import inject_problem, normalized
 from happy_launcher.protocol import Clock, Envelope, wall_clock_ms
 from happy_launcher.session.continuity import ChainMark, check, mark
@@ -61,9 +62,21 @@ class SessionController:
         self._chain: ChainMark | None = None  # where the last front end left the chain
         self._changed = anyio.Event()
         self._watching = False
+        ref.when_open(lambda session: session.when_bound(self._note_front))
+
+    def _note_front(self) -> None:
+        """Keep the store's word on the front end true (`happy sessions` lists it from there)."""
+        session = self._ref.opened
+        if session is None or session.id is None:
+            return
+        try:
+            session.store.note_front(session.id, self._mode, terminal=self._terminal)
+        except StoreError:
+            _log.warning("the session's front end could not be noted in the store", exc_info=True)
 
     def switching(self, to: Mode) -> None:
         self._mode = to
+        self._note_front()
         session = self._ref.opened
         if session is not None and session.claude_session_id is not None:
             self._chain = mark(self._transcript(session.claude_session_id))

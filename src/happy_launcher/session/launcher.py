@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 from happy_launcher.session.events_output import EventsOutput
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from happy_launcher.protocol import TurnStatus
     from happy_launcher.session.core import Session
     from happy_launcher.session.permissions import PermissionBroker
@@ -119,6 +121,7 @@ class Run:
         self.signals: RunSignals | None = None
         self._permissions: PermissionBroker | None = None
         self._local_permissions: LocalPermissions | None = None
+        self._on_open: list[Callable[[Session], None]] = []
 
     def get(self) -> Session:
         if self._session is None:
@@ -131,7 +134,16 @@ class Run:
             except Exception as exc:
                 self.failure = exc
                 raise
+            for callback in self._on_open:
+                callback(self._session)
         return self._session
+
+    def when_open(self, callback: Callable[[Session], None]) -> None:
+        """Call `callback` with the session once it is opened (now, if it is)."""
+        if self._session is not None:
+            callback(self._session)
+        else:
+            self._on_open.append(callback)
 
     def _open(self, make: type[Session]) -> Session:
         session = make(self.home, self.cwd, events=self.events, replay=self._replay)

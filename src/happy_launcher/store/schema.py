@@ -57,6 +57,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             variant TEXT NOT NULL, key BLOB NOT NULL, sent_seq INTEGER NOT NULL DEFAULT 0,
             received_seq INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (session, server)) WITHOUT ROWID""",
     ),
+    (
+        # A running session's front end as its launcher last said (local, remote, headless) and
+        # whether the run has a terminal: `happy sessions` lists them without asking each launcher.
+        "ALTER TABLE sessions ADD COLUMN mode TEXT",
+        "ALTER TABLE sessions ADD COLUMN terminal INTEGER",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -56,6 +56,8 @@ class SessionSummary:
     continuity_break: str | None = None  # why the conversation broke at a switch, if it did
     first_prompt: str | None = None  # the text of its first user message (for its title)
     transcript: str | None = None  # the transcript of its current Claude session, when known
+    mode: str | None = None  # its front end, as its launcher last said (None: not said)
+    terminal: bool | None = None  # whether the run has a terminal, as its launcher said
 
 
 _SESSION_COLUMNS = "id, claude_session_id, cwd, started_at, ended_at, status"
@@ -157,9 +159,16 @@ class SessionStore(ResumeStore, HappyLinkStore):
             update_session(
                 conn,
                 session_id,
-                "status = 'running', ended_at = NULL, pid = ?, pid_start = ?",
+                # The new launcher says its front end itself (an older happy does not: unknown).
+                "status = 'running', ended_at = NULL, pid = ?, pid_start = ?, mode = NULL, terminal = NULL",
                 (pid, start),
             )
+
+    def note_front(self, session_id: str, mode: str, *, terminal: bool) -> None:
+        """The running session's front end (`happy sessions` shows it; its launcher writes it
+        as the session is bound and at each switch)."""
+        with self._write() as conn:
+            update_session(conn, session_id, "mode = ?, terminal = ?", (mode, int(terminal)))
 
     def running_sessions(self) -> list[tuple[str, ProcessId | None]]:
         """(id, launcher process) of every session marked running."""
@@ -223,14 +232,19 @@ class SessionStore(ResumeStore, HappyLinkStore):
             rows = conn.execute(
                 f"SELECT {_SESSION_COLUMNS}, pid, pid_start, "
                 "(SELECT time FROM envelopes e WHERE e.session = s.id ORDER BY e.seq DESC LIMIT 1), "
-                f"continuity_break, {_FIRST_PROMPT}, {_TRANSCRIPT} "
+                f"continuity_break, {_FIRST_PROMPT}, {_TRANSCRIPT}, mode, terminal "
                 "FROM sessions s ORDER BY started_at DESC, id"
             )
             return [
                 SessionSummary(
                     SessionInfo(*row[:6]),
                     None if row[6] is None else ProcessId(row[6], row[7]),
-                    *row[8:],
+                    last_activity=row[8],
+                    continuity_break=row[9],
+                    first_prompt=row[10],
+                    transcript=row[11],
+                    mode=row[12],
+                    terminal=None if row[13] is None else bool(row[13]),
                 )
                 for row in rows
             ]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from happy_launcher.home.procs import this_process
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
 from happy_launcher.store.sessions import SessionStore
 
@@ -49,3 +50,14 @@ def test_watch_json_of_an_ended_session_loads_no_rich_nor_event_loop_nor_control
     assert "happy_launcher.control.history" in loaded  # it did read the session: the probe is sound
     assert not {"rich", "asyncio", "anyio", "pydantic", "happy_launcher.control.client"} & loaded
     assert not {m for m in loaded if m.startswith(("happy_launcher.runner", "happy_launcher.local"))}
+
+
+def test_sessions_lists_what_the_store_describes_without_event_loop_nor_control_client(
+    tmp_path: Path,
+) -> None:
+    with SessionStore.open(tmp_path) as store:
+        store.create_session("hs-live", cwd="/x", started_at=1, owner=this_process(os.getpid()))
+        store.note_front("hs-live", "remote", terminal=True)  # as its launcher does
+    loaded = loaded_after("from happy_launcher.cli.app import run_app\nrun_app(['sessions'])", tmp_path)
+    assert "happy_launcher.control.views" in loaded
+    assert not {"asyncio", "anyio", "pydantic", "happy_launcher.control.client"} & loaded

@@ -354,3 +354,17 @@ async def test_send_of_a_message_over_1_mib_says_so(tmp_path: Path) -> None:
     assert too_large.returncode == 2
     one_error_line(too_large, "the message is larger than 1 MiB")
     assert list(controller.sent) == ["m-1"]
+
+
+async def test_sessions_shows_the_front_end_its_launcher_noted_in_the_store(tmp_path: Path) -> None:
+    store_session(tmp_path, "hs-live", this_process(os.getpid()))
+    with SessionStore.open(tmp_path) as store:
+        store.note_front("hs-live", "remote", terminal=True)  # as its launcher does; no socket asked
+    done = await happy(tmp_path, "sessions", "--json")
+    (row,) = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert (row["happy_id"], row["state"], row["mode"], row["terminal"]) == (
+        "hs-live",
+        "running",
+        "remote",
+        True,
+    )

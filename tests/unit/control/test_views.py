@@ -1,6 +1,6 @@
-"""The sessions as the store alone tells them (`from_store`, `happy watch`'s path to an ended
-session) are exactly what `discover` lists while no launcher is live, and are not trusted while
-one is."""
+"""The sessions as the store alone tells them (`from_store`: `happy sessions`, `happy watch` of an
+ended session) are exactly what `discover` lists while every live launcher noted its front end
+there, and are not trusted while one did not (an older happy, a session not named yet)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,27 @@ async def test_without_a_live_launcher_the_store_lists_what_discover_does(tmp_pa
     ]
 
 
-async def test_a_live_launcher_sends_the_verb_to_discover(tmp_path: Path) -> None:
+async def test_a_launcher_that_noted_its_front_end_is_listed_from_the_store(tmp_path: Path) -> None:
+    stored(tmp_path)
+    with SessionStore.open(tmp_path) as store:
+        store.create_session("hs-alpha", cwd="/work/project", started_at=4, owner=this_process(os.getpid()))
+        store.note_front("hs-alpha", "remote", terminal=False)
+    async with running(
+        FakeController(facts(claude_session_id=None, mode="remote", terminal=False)), tmp_path
+    ):
+        with anyio.fail_after(10):
+            listed = from_store(tmp_path)
+            assert listed is not None and listed == await discover(tmp_path)
+    first = listed[0]
+    assert (first.happy_id, first.state, first.mode, first.terminal) == (
+        "hs-alpha",
+        "running",
+        "remote",
+        False,
+    )
+
+
+async def test_a_live_launcher_that_did_not_note_its_front_is_asked(tmp_path: Path) -> None:
     stored(tmp_path)
     with SessionStore.open(tmp_path) as store:
         store.create_session("hs-alpha", cwd="/work/project", started_at=4, owner=this_process(os.getpid()))

@@ -170,3 +170,20 @@ async def test_a_watch_only_run_refuses_every_message_before_looking_at_its_text
         with pytest.raises(ControlRefused, match="can be watched, but it takes no messages"):
             await c.send("m-1", text, mode)
     assert ref.get().pending_prompts() == []
+
+
+async def test_the_front_end_is_noted_in_the_store_as_the_session_binds_and_at_each_switch(
+    ref: Run, tmp_path: Path
+) -> None:
+    c = SessionController(
+        ref, mode="local", pid=4242, transcript=lambda _: tmp_path / "t.jsonl", terminal=False
+    )
+    ref.get().set_claude_session("c-1", "startup", None)
+
+    def noted() -> tuple[str | None, bool | None]:
+        (summary,) = ref.get().store.session_summaries()
+        return summary.mode, summary.terminal
+
+    assert noted() == ("local", False)
+    c.switching("remote")
+    assert noted() == ("remote", False)

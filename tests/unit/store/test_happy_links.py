@@ -11,7 +11,7 @@ import pytest
 from happy_launcher.errors import StoreConflictError
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TextEv
 from happy_launcher.store.happy_links import PENDING, HappyLink
-from happy_launcher.store.schema import MIGRATIONS, SCHEMA_VERSION
+from happy_launcher.store.schema import MIGRATIONS
 from happy_launcher.store.sessions import DB_NAME, SessionStore
 
 SERVER = "http://127.0.0.1:1"
@@ -37,11 +37,12 @@ def link(sid: str = "s1", **kw: object) -> HappyLink:
 
 def test_a_store_of_the_previous_schema_gains_the_links_table(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / DB_NAME)
-    for migration in MIGRATIONS[:-1]:
+    before = next(v for v, migration in enumerate(MIGRATIONS) if "happy_links" in migration[0])
+    for migration in MIGRATIONS[:before]:
         for statement in migration:
             conn.execute(statement)
     conn.execute("INSERT INTO sessions (id, cwd, started_at, status) VALUES ('old', '/w', 1, 'completed')")
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.execute(f"PRAGMA user_version = {before}")
     conn.commit()
     conn.close()
     with SessionStore.open(tmp_path) as store:

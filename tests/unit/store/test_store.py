@@ -14,6 +14,7 @@ import pytest
 
 from happy_launcher.errors import StoreConflictError, StoreError, StoreFullError
 from happy_launcher.home.dirs import ensure_home, happy_home
+from happy_launcher.home.procs import ProcessId
 from happy_launcher.protocol import (
     Envelope,
     EnvelopeFactory,
@@ -385,3 +386,17 @@ def test_seqs_stay_right_when_another_store_wrote_in_between(
         assert other.append_envelopes("s1", texts(factory, "b")) == [2]
     assert store.append_envelopes("s1", texts(factory, "c", "d")) == [3, 4]
     assert [e.to_dict()["ev"]["text"] for _, e in store.envelopes("s1")] == ["a", "b", "c", "d"]
+
+
+def test_a_sessions_front_end_is_noted_and_forgotten_by_its_next_launcher(store: SessionStore) -> None:
+    def noted() -> tuple[str | None, bool | None]:
+        (summary,) = [s for s in store.session_summaries() if s.info.id == "s-front"]
+        return summary.mode, summary.terminal
+
+    store.create_session("s-front", cwd="/w", started_at=1, owner=ProcessId(1, 2))
+    assert noted() == (None, None)
+    store.note_front("s-front", "headless", terminal=False)
+    assert noted() == ("headless", False)
+    store.end_session("s-front", "completed", 3)
+    store.reopen_session("s-front", owner=ProcessId(5, 6))  # a launcher that may not say: unknown
+    assert noted() == (None, None)
