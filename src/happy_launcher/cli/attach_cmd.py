@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from happy_launcher.cli.errors import fail
-from happy_launcher.cli.parsing import parser
+from happy_launcher.cli.parsing import optional, parser
 from happy_launcher.errors import HappyError, UsageError
 
 if TYPE_CHECKING:
@@ -22,12 +22,10 @@ def attach(prog: str, argv: list[str]) -> int:
     """Take a session that runs without a terminal (started from the phone) into Claude's TUI here.
     The same session, nothing lost. Ctrl-T, a `happy send` or closing the terminal hands it back
     (it runs on without a terminal, as before); /exit ends it."""
-    p = parser(prog, attach)
-    p.add_argument(
+    p = optional(
+        parser(prog, attach),
         "session",
-        nargs="?",
-        metavar="SESSION",
-        help="A unique prefix of a happy or Claude session id, or its title "
+        "A unique prefix of a happy or Claude session id, or its title "
         "(default: the one session running without a terminal).",
     )
     session = p.parse_args(argv).session

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from happy_launcher.cli.errors import fail
-from happy_launcher.cli.parsing import Parser, parser
+from happy_launcher.cli.parsing import optional, parser
 from happy_launcher.errors import HappyError, UsageError
 
 if TYPE_CHECKING:
@@ -25,14 +25,8 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-def _with_session(p: Parser) -> Parser:
-    p.add_argument(
-        "session",
-        nargs="?",
-        metavar="SESSION",
-        help="A unique prefix of a happy or Claude session id (default: the only running one).",
-    )
-    return p
+SESSION = "A unique prefix of a happy or Claude session id (default: the only running one)."
+REQUEST = "The permission request's id (default: the only pending one)."
 
 
 def _run(verb: Callable[[Path], Awaitable[_T]]) -> _T:
@@ -166,7 +160,7 @@ def send(prog: str, argv: list[str]) -> int:
 def watch(prog: str, argv: list[str]) -> int:
     """Follow a session's envelopes until it ends (an ended session: its history). Without SESSION:
     the session of this directory (the running one, else the latest), else the only running one."""
-    p = _with_session(parser(prog, watch))
+    p = optional(parser(prog, watch), "session", SESSION)
     p.add_argument("--from-start", action="store_true", help="The whole history first.")
     p.add_argument(
         "--json", dest="as_json", action="store_true", help="Envelope JSON lines, exactly as stored."
@@ -218,7 +212,7 @@ def _watch_output(as_json: bool) -> verbs.WatchOutput:
 def switch(prog: str, argv: list[str]) -> int:
     """Move a running session to local (the TUI) or remote mode. Says what it did: "switched to
     remote", or "already in remote mode" (exit 0 for both)."""
-    p = _with_session(parser(prog, switch))
+    p = optional(parser(prog, switch), "session", SESSION)
     p.add_argument(
         "--to", choices=("local", "remote"), default="remote", help="The front end to move it to (remote)."
     )
@@ -234,7 +228,7 @@ def switch(prog: str, argv: list[str]) -> int:
 def abort(prog: str, argv: list[str]) -> int:
     """End the running turn of a session (cancelled). Says what it did: "aborted the running turn",
     or "no turn is running" (exit 0 for both)."""
-    session = _with_session(parser(prog, abort)).parse_args(argv).session
+    session = optional(parser(prog, abort), "session", SESSION).parse_args(argv).session
     from happy_launcher.control import verbs
 
     done = _run(lambda home: verbs.abort(home, session))
@@ -242,19 +236,9 @@ def abort(prog: str, argv: list[str]) -> int:
     return 0
 
 
-def _with_request(p: Parser) -> Parser:
-    p.add_argument(
-        "request",
-        nargs="?",
-        metavar="REQUEST",
-        help="The permission request's id (default: the only pending one).",
-    )
-    return p
-
-
 def approve(prog: str, argv: list[str]) -> int:
     """Allow a pending permission request."""
-    args = _with_request(_with_session(parser(prog, approve))).parse_args(argv)
+    args = optional(optional(parser(prog, approve), "session", SESSION), "request", REQUEST).parse_args(argv)
     session, request = args.session, args.request
     from happy_launcher.control import verbs
 
@@ -265,7 +249,7 @@ def approve(prog: str, argv: list[str]) -> int:
 
 def deny(prog: str, argv: list[str]) -> int:
     """Deny a pending permission request."""
-    p = _with_request(_with_session(parser(prog, deny)))
+    p = optional(optional(parser(prog, deny), "session", SESSION), "request", REQUEST)
     p.add_argument("--message", "-m", help="Why (Claude sees it).")
     args = p.parse_args(argv)
     session, request, message = args.session, args.request, args.message

@@ -39,6 +39,12 @@ def parser(prog: str, verb: Callable[..., object]) -> Parser:
     )
 
 
+def optional(p: Parser, name: str, help: str) -> Parser:
+    """`p` with an optional positional argument `name` (shown as NAME)."""
+    p.add_argument(name, nargs="?", metavar=name.upper(), help=help)
+    return p
+
+
 def doc(verb: Callable[..., object]) -> str:
     """`verb`'s docstring, its indentation removed (as inspect.cleandoc, without loading inspect)."""
     return cleaned(verb.__doc__ or "")
