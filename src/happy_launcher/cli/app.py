@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from happy_launcher.cli.errors import fail
+from happy_launcher.cli.errors import discard_stdout, fail
 from happy_launcher.cli.parsing import Group, parser
 from happy_launcher.errors import HappyError
 
@@ -104,23 +103,13 @@ def replay(prog: str, argv: list[str]) -> int:
     try:
         summary = replay_file(args.transcript, Cuid2Ids(), sys.stdout.buffer, follow=args.follow)
     except HappyError as error:
-        _discard_stdout()
+        discard_stdout()
         raise fail(error) from None
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
         return 0  # `happy replay x | head`: the reader has what it wanted
     print(summary.line(), file=sys.stderr)
     return 0
-
-
-def _discard_stdout() -> None:
-    """Point stdout at /dev/null: what is still buffered for a failed or closed output must not
-    fail again, with a traceback, when Python flushes it at exit."""
-    with contextlib.suppress(OSError, ValueError):  # not a real file (tests): nothing to do
-        stdout = sys.stdout.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stdout)
-        os.close(devnull)
 
 
 def protocol(prog: str, argv: list[str]) -> int:

@@ -1,7 +1,10 @@
-"""How a verb reports a HappyError: one line on stderr, the error's exit code."""
+"""How a verb reports a HappyError (one line on stderr, the error's exit code), and lets go of
+an output its reader closed."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 from happy_launcher.errors import HappyError
@@ -19,3 +22,13 @@ def report(error: HappyError) -> int:
 def fail(error: HappyError) -> SystemExit:
     """`raise fail(error)`: report it and end the verb with its exit code."""
     return SystemExit(report(error))
+
+
+def discard_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for a failed or closed output must not
+    fail again, with a traceback, when Python flushes it at exit."""
+    with contextlib.suppress(OSError, ValueError):  # not a real file (tests): nothing to do
+        stdout = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout)
+        os.close(devnull)

@@ -11,6 +11,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
+from happy_launcher.cli.errors import discard_stdout
 from happy_launcher.control.wire import Event, PermissionRequested, PermissionSettled
 from happy_launcher.terminal.plain_text import as_text, plain_console
 
@@ -22,6 +23,7 @@ _TOOL_ENDS = {"failed": "✗ tool failed", "denied": "✗ tool denied", "cancell
 class Pretty:
     def __init__(self, console: Console | None = None) -> None:
         self._console = console or plain_console()
+        self._console.on_broken_pipe = _closed  # type: ignore[method-assign]
 
     def envelope(self, seq: int, body: bytes) -> None:
         data: dict[str, Any] = orjson.loads(body)
@@ -44,6 +46,13 @@ class Pretty:
 
     def _print(self, line: Text) -> None:
         self._console.print(line, soft_wrap=True)
+
+
+def _closed() -> None:
+    """The reader went away (`happy watch | head`): the verb ends as with --json, exit 0 (rich's
+    own handler exits 1)."""
+    discard_stdout()
+    raise BrokenPipeError
 
 
 def _describe(ev: dict[str, Any]) -> str:

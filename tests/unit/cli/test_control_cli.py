@@ -368,3 +368,17 @@ async def test_sessions_shows_the_front_end_its_launcher_noted_in_the_store(tmp_
         "remote",
         True,
     )
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["readable", "json"])
+def test_watch_into_a_reader_that_stops_early_ends_quietly_with_0(tmp_path: Path, as_json: bool) -> None:
+    with SessionStore.open(tmp_path) as store:
+        store.create_session("hs-long", cwd="/x", started_at=1, status="completed")
+        store.append_envelopes("hs-long", Envelopes().make(3000, size=100))  # past the pipe's buffer
+    argv = [HAPPY, "watch", "--from-start", *(["--json"] if as_json else []), "hs-long"]
+    proc = subprocess.Popen(argv, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert b"message 1 " in proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr.read() == b""
