@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from happy_launcher.cli.errors import discard_stdout, fail
+from happy_launcher.cli.errors import INTERRUPTED, discard_stdout, fail
 from happy_launcher.cli.parsing import Group, parser
 from happy_launcher.errors import HappyError
 
@@ -57,6 +57,8 @@ def run_app(args: Sequence[str]) -> int:
         return HAPPY.run(args)
     except SystemExit as done:  # --help, a bad command line, a reported error
         return done.code if isinstance(done.code, int) else 0
+    except KeyboardInterrupt:  # Ctrl-C where a verb has nothing to say about it (`happy send` at stdin)
+        return INTERRUPTED
 
 
 def _version() -> int:

@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import sys
 
-from happy_launcher.cli.errors import fail
+from happy_launcher.cli.errors import INTERRUPTED, fail
 from happy_launcher.cli.parsing import Group, Parser, parser
 from happy_launcher.errors import HappyError
 from happy_launcher.home.dirs import happy_home
 
 _HERE = "happy_launcher.cli.auth_cmds"
 
-CANCELLED = 130  # Ctrl-C, as a shell reports SIGINT
 NOT_LOGGED_IN = 1
 
 
@@ -63,7 +62,7 @@ def login(prog: str, argv: list[str]) -> int:
         raise fail(error) from None
     except KeyboardInterrupt:
         print("happy: login cancelled; nothing was saved", file=sys.stderr)
-        return CANCELLED
+        return INTERRUPTED
     print(f"Logged in to {http.url} ({credentials.variant} credentials, machine {machine_id})")
     return 0
 

@@ -9,6 +9,8 @@ import sys
 
 from happy_launcher.errors import HappyError
 
+INTERRUPTED = 130  # a verb stopped by Ctrl-C, as a shell reports SIGINT
+
 
 def report(error: HappyError) -> int:
     """Say `error` in one line; its exit code. The line can quote Claude, the session or a

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import orjson
+import pexpect
 import pytest
 
 from happy_launcher.control.fake import FakeController
@@ -382,3 +383,16 @@ def test_watch_into_a_reader_that_stops_early_ends_quietly_with_0(tmp_path: Path
     proc.stdout.close()  # as `| head -1` does
     assert proc.wait(timeout=30) == 0
     assert proc.stderr.read() == b""
+
+
+def test_ctrl_c_at_a_verb_is_exit_130_and_no_traceback(tmp_path: Path) -> None:
+    child = pexpect.spawn(HAPPY, ["send"], env=env(tmp_path), timeout=30)  # reads TEXT from the terminal
+    try:
+        child.sendline("half a message")
+        child.expect("half a message")  # the terminal echoed it: happy is reading
+        child.sendintr()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130
+    assert b"Traceback" not in (child.before or b"")
