@@ -140,6 +140,10 @@ def send(prog: str, argv: list[str]) -> int:
         raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))
     selector, text = (words[0], words[1]) if len(words) == 2 else (None, words[0] if words else None)
     if text is None or text == "-":
+        if sys.stdin.isatty():  # else it would look stuck
+            print(
+                "happy: type the message, then Ctrl-D on a line of its own (Ctrl-C cancels)", file=sys.stderr
+            )
         text = sys.stdin.read()
     if not text.strip():
         raise fail(UsageError("nothing to send: give TEXT, or pipe it on stdin"))
