@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from happy_launcher.cli.errors import fail
-from happy_launcher.cli.parsing import optional, parser
+from happy_launcher.cli.parsing import Parser, optional, parser
 from happy_launcher.errors import HappyError, UsageError
 
 if TYPE_CHECKING:
@@ -103,8 +103,7 @@ def _when(ms: int | None) -> str:
     return "-" if ms is None else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def send(prog: str, argv: list[str]) -> int:
-    """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
+def _send_parser(prog: str) -> Parser:
     p = parser(prog, send)
     p.add_argument(
         "words", nargs="*", metavar="[SESSION] [TEXT]", help="TEXT, or SESSION then TEXT (- or none: stdin)."
@@ -134,7 +133,12 @@ def send(prog: str, argv: list[str]) -> int:
     p.add_argument(
         "--model", help="Claude's model (a name or an alias) from this message on, as --permission-mode."
     )
-    args = p.parse_intermixed_args(argv)
+    return p
+
+
+def send(prog: str, argv: list[str]) -> int:
+    """Send a user message (at most 1 MiB) to a running session (TEXT, or stdin when TEXT is absent or -)."""
+    args = _send_parser(prog).parse_intermixed_args(argv)
     words: list[str] = args.words
     if len(words) > 2:
         raise fail(UsageError("give at most SESSION and TEXT: quote a TEXT of several words"))

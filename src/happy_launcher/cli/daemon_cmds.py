@@ -7,7 +7,7 @@ import os
 
 from happy_launcher.cli.auth_cmds import with_server
 from happy_launcher.cli.errors import fail
-from happy_launcher.cli.parsing import Group, parser
+from happy_launcher.cli.parsing import Group, Parser, parser
 from happy_launcher.errors import DaemonError, HappyError
 from happy_launcher.home.dirs import happy_home
 
@@ -22,9 +22,7 @@ def daemon(prog: str, argv: list[str]) -> int:
     return Group(prog, daemon.__doc__ or "", (("commands", verbs),)).run(argv)
 
 
-def start(prog: str, argv: list[str]) -> int:
-    """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies.
-    Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
+def _start_parser(prog: str) -> Parser:
     p = with_server(parser(prog, start))
     p.add_argument(
         "--allow-dir",
@@ -52,7 +50,13 @@ def start(prog: str, argv: list[str]) -> int:
         metavar="SECONDS",
         help="Notify when a turn this long ends (20). Kept, as --push-url.",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def start(prog: str, argv: list[str]) -> int:
+    """Start the bridge in the background unless it runs; exit 1 if not logged in or if it dies.
+    Where the app may start sessions is kept in HAPPY_HOME_DIR and applies at once, running or not."""
+    args = _start_parser(prog).parse_args(argv)
     allow_dir, max_sessions, push_url, long_turn = (
         args.allow_dir,
         args.max_sessions,

@@ -1,7 +1,7 @@
 """The CLI's parsing, on argparse: a verb is a function `(prog, argv) -> exit code` that builds its
-own parser (its docstring is its help), and a group of verbs (`Group`) dispatches on its first word. Only the
-verb that runs is imported and parsed for: `happy watch`'s first line waits for nothing else
-(typer loaded ~90 ms of itself and pydantic before any verb ran)."""
+own parser (its docstring is its help), and a group of verbs (`Group`) dispatches on its first
+word. Only the verb that runs is imported and parsed for: `happy watch`'s first line waits for
+nothing else (typer loaded ~90 ms of itself and pydantic before any verb ran)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 Verb = Callable[[str, list[str]], int]  # (prog, e.g. "happy watch"; its arguments) -> exit code
-USAGE = 2  # a bad command line: as every usage error (README, "Exit codes")
+USAGE = 2  # a bad command line, as every usage error (README: errors, of every verb)
 
 
 class Parser(argparse.ArgumentParser):
