@@ -108,7 +108,9 @@ def _send_parser(prog: str) -> Parser:
     p.add_argument(
         "words", nargs="*", metavar="[SESSION] [TEXT]", help="TEXT, or SESSION then TEXT (- or none: stdin)."
     )
-    p.add_argument("--id", dest="message_id", help="Your id for the message: sending it again is a no-op.")
+    p.add_argument(
+        "--id", dest="message_id", metavar="ID", help="Your id for the message: sending it again is a no-op."
+    )
     how = p.add_mutually_exclusive_group()
     how.add_argument(
         "--inject",
