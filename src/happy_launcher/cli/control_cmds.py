@@ -49,7 +49,8 @@ def sessions(prog: str, argv: list[str]) -> int:
     from happy_launcher.home.dirs import happy_home
     from happy_launcher.session.naming import TranscriptTitles, session_title
 
-    views = from_store(happy_home(os.environ))  # no launcher to ask: no event loop, no client
+    # The store describes every live launcher: no event loop, no control client.
+    views = from_store(happy_home(os.environ))
     if views is None:
         from happy_launcher.control import verbs
 
@@ -179,34 +180,36 @@ def watch(prog: str, argv: list[str]) -> int:
     session, from_start = args.session, args.from_start
     output = _watch_output(args.as_json)
     here = str(Path.cwd())
+    from happy_launcher.home.dirs import happy_home
+
+    home = happy_home(os.environ)
     try:
-        if not _print_ended(session, output, here):
+        view = _from_store(home, session, here)
+        if view is not None and not view.running and view.happy_id is not None:
+            # An ended session's history: the first line comes without the event loop or the client.
+            from happy_launcher.control.history import stored_envelopes
+
+            for seq, body in stored_envelopes(home, view.happy_id, 0):
+                output.envelope(seq, body)
+        else:
             from happy_launcher.control import verbs
 
-            _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here))
+            _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here, view=view))
     except (BrokenPipeError, KeyboardInterrupt):
         pass  # the reader has what it wanted, or the user stopped watching
     return 0
 
 
-def _print_ended(selector: str | None, output: verbs.WatchOutput, cwd: str) -> bool:
-    """An ended session's history, when the store alone can name it (no launcher is live): the
-    first line comes without the event loop or the control client. False: ask the launchers."""
-    from happy_launcher.control.history import stored_envelopes
+def _from_store(home: Path, selector: str | None, cwd: str) -> SessionView | None:
+    """The session `watch` names, when the store describes every live launcher; None: only the
+    launchers can say (`discover`)."""
     from happy_launcher.control.views import from_store, resolve_here
-    from happy_launcher.home.dirs import happy_home
 
-    home = happy_home(os.environ)
     try:
         views = from_store(home)
-        view = None if views is None else resolve_here(views, selector, cwd)
+        return None if views is None else resolve_here(views, selector, cwd)
     except HappyError as error:
         raise fail(error) from None
-    if view is None or view.running or view.happy_id is None:
-        return False
-    for seq, body in stored_envelopes(home, view.happy_id, 0):
-        output.envelope(seq, body)
-    return True
 
 
 def _watch_output(as_json: bool) -> verbs.WatchOutput:

@@ -102,10 +102,19 @@ class WatchOutput(Protocol):
     def event(self, event: Event) -> None: ...
 
 
-async def watch(home: Path, selector: str | None, output: WatchOutput, *, from_start: bool, cwd: str) -> None:
+async def watch(
+    home: Path,
+    selector: str | None,
+    output: WatchOutput,
+    *,
+    from_start: bool,
+    cwd: str,
+    view: SessionView | None = None,
+) -> None:
     """Print a session's envelopes (its history with `from_start`), live until it ends (`follow`;
-    an ended session: its history). None named: the session of directory `cwd` (`resolve_here`)."""
-    view = resolve_here(await discover(home), selector, cwd)
+    an ended session: its history). None named: the session of directory `cwd` (`resolve_here`).
+    `view`: the session, when the caller has resolved it already (from the store)."""
+    view = view or resolve_here(await discover(home), selector, cwd)
     after: int | None = 0 if from_start or not view.running else None
     async with aclosing(follow(home, view, after)) as followed:
         async for item in followed:

@@ -25,7 +25,7 @@ class SessionView:
     happy_id: str | None  # None: a launcher whose Claude has not named its session yet
     claude_id: str | None
     state: str  # "running", or how it ended ("completed", "failed", "ended": launcher gone)
-    mode: str | None  # while running, if its launcher answered
+    mode: str | None  # while running, as its launcher answered or noted in the store
     cwd: str
     pid: int | None
     started_at: int
@@ -34,7 +34,7 @@ class SessionView:
     continuity_break: str | None = None  # the conversation broke at a switch (continuity.py)
     first_prompt: str | None = None  # what its title falls back to (session/naming.py)
     transcript: str | None = None  # where Claude's title for it is
-    terminal: bool | None = None  # while running, if its launcher answered: False for a detached run
+    terminal: bool | None = None  # while running, as `mode`: False for a detached run
 
     @property
     def running(self) -> bool:
