@@ -151,7 +151,7 @@ def send(prog: str, argv: list[str]) -> int:
             print(
                 "happy: type the message, then Ctrl-D on a line of its own (Ctrl-C cancels)", file=sys.stderr
             )
-        text = sys.stdin.read()
+        text = _read_stdin()
     if not text.strip():
         raise fail(UsageError("nothing to send: give TEXT, or pipe it on stdin"))
     import uuid
@@ -166,6 +166,15 @@ def send(prog: str, argv: list[str]) -> int:
     )
     print(f"{'already accepted' if accepted.duplicate else 'accepted'}: message {mid}")
     return 0
+
+
+def _read_stdin() -> str:
+    """All of stdin, a line at a time: Python sees a Ctrl-C between two reads. (`read()` reads it
+    all in C, and a SIGINT that comes with the last line is not seen before the next read blocks.)"""
+    lines = []
+    for line in sys.stdin:  # a Python loop, not list(sys.stdin): see above
+        lines.append(line)
+    return "".join(lines)
 
 
 def watch(prog: str, argv: list[str]) -> int:
