@@ -123,12 +123,13 @@ class MapperState:
         """`to_dict` for the store, saved with every commit that changes it: what a later run needs to go on,
         bounded by the work still open rather than by the session's length. A stopped subagent
         is kept as its ids alone (the last `KEPT_STOPPED` of them: a late record of one is still
-        dropped), and ancestry only for the subagents still active."""
+        dropped), and ancestry only for the subagents still active and for the orphans' owners
+        (records waiting for their call)."""
         active = {t: sub for t, sub in self.subagents.items() if not sub.stopped}
         stopped = [(t, sub.session_id) for t, sub in self.subagents.items() if sub.stopped]
         data = self.to_dict(subagents=active)
         data["stopped"] = stopped[-KEPT_STOPPED:]
-        data["uuid_owner"] = {u: t for u, t in self.uuid_owner.items() if t in active}
+        data["uuid_owner"] = {u: t for u, t in self.uuid_owner.items() if t in active or t in self.orphans}
         return data
 
     @classmethod

@@ -3,7 +3,14 @@ made from and the mapper state go into the store in one transaction; only what t
 committed is then passed on, in seq order, to the best-effort sinks (the events file) and to
 the subscribers. A store outage never lets anything downstream get ahead of the store.
 Inbound messages Claude has taken are marked delivered in the same transaction as the batch
-that holds their user text (`delivered`, drained at each write)."""
+that holds their user text (`delivered`, drained at each write).
+
+Records that map to nothing (most of them in a TUI session: attachments, hook output) are
+not a transaction each: their keys, and the mapper state they leave, go with the next batch
+that commits (at most `HOLD_KEYS` of them, and at the close). Nothing is shown for them, so
+nothing waits; and a crash before that commit loses nothing: the restart reads them again
+from the transcript and maps them from the last committed state, which is the state they were
+first mapped from, to the same nothing (the mapper is deterministic)."""
 
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ from happy_launcher.store.resume import Delivered
 
 _LOG = logging.getLogger("happy_launcher.sinks")
 DEFAULT_BACKLOG_LIMIT = 10_000
+HOLD_KEYS = 256  # keys of records that made no envelope, held for the next commit at most
 
 
 class DurableStore(Protocol):
@@ -100,6 +108,7 @@ class CommitPoint:
         # does not write it again (one statement and one page of WAL less per record, in a
         # turn's long middle). Only this session's commit point writes its state.
         self._saved_state: str | None = None
+        self._held: list[str] = []  # keys of records that made nothing, for the next commit
 
     @property
     def stats(self) -> CommitStats:
@@ -123,10 +132,17 @@ class CommitPoint:
         if self._backlog:
             self._drain()  # older batches first: the store keeps the order of the stream
         delivered = self._delivered() if self._delivered is not None else ()
-        if not envelopes and not processed_keys and not delivered:  # just a chance to retry
+        if not envelopes and not delivered and len(self._held) + len(processed_keys) < HOLD_KEYS:
+            self._held += processed_keys  # held (see the module's docstring); none: a chance to retry
             return
+        keys, self._held = (*self._held, *processed_keys), []
+        self._commit(tuple(envelopes), keys, delivered)
+
+    def _commit(
+        self, envelopes: tuple[Envelope, ...], keys: tuple[str, ...], delivered: tuple[Delivered, ...]
+    ) -> None:
         state = self._state() if self._state is not None else None
-        batch = _Batch(tuple(envelopes), tuple(processed_keys), state, delivered)
+        batch = _Batch(envelopes, keys, state, delivered)
         if self._backlog and self._backlog_size + batch.size > self._backlog_limit:
             self._dropped += len(batch.envelopes)
             if not self._dropping:  # once per outage; the recovery line gives the total
@@ -144,6 +160,9 @@ class CommitPoint:
         if self._closed:
             return
         self._closed = True
+        if self._held:
+            keys, self._held = tuple(self._held), []
+            self._commit((), keys, ())
         if self._backlog:
             self._drain()
         if self._backlog:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from happy_launcher.claude.mapper import Mapper
+from happy_launcher.claude.mapper_state import MapperState
 from happy_launcher.claude.records import make_record
 from happy_launcher.protocol import Envelope, SequentialIds, looks_like_cuid2, parse_envelope
 
@@ -118,3 +120,32 @@ def test_mapper_invariants(seq: list[Any], status: Any) -> None:
                 stopped.add(e.subagent)
     assert open_turn is None  # every turn-start matched by exactly one turn-end after close_turn
     assert started == stopped  # close_turn stops every active subagent
+
+
+def _restored(mapper: Mapper) -> Mapper:
+    """The mapper a restart builds from what the store saved of `mapper`'s state."""
+    saved = orjson.loads(orjson.dumps(mapper.state.snapshot()))
+    return Mapper(SequentialIds("restored"), MapperState.from_dict(saved))
+
+
+def _storable(record: Any) -> bool:
+    try:  # a transcript's integers fit in 64 bits (orjson reads larger ones as floats)
+        orjson.dumps(record.data)
+    except TypeError:
+        return False
+    return True
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(records().filter(_storable), max_size=40))
+def test_a_record_that_maps_to_nothing_maps_to_nothing_again_after_a_restart(seq: list[Any]) -> None:
+    """The commit point holds the keys of such records for the next commit (session/commit.py):
+    after a crash they are read again and mapped from the last saved state, which must lead to
+    the same nothing and the same state as the first time."""
+    m = Mapper(SequentialIds())
+    for r in seq:
+        before = _restored(m)
+        if m.feed(r, 1):
+            continue
+        assert before.feed(r, 1) == []
+        assert before.state.snapshot() == orjson.loads(orjson.dumps(m.state.snapshot()))

@@ -20,7 +20,7 @@ from happy_launcher.protocol import (
     TurnStartEv,
     parse_envelope,
 )
-from happy_launcher.session.commit import CommitPoint
+from happy_launcher.session.commit import HOLD_KEYS, CommitPoint
 from happy_launcher.session.core import Session
 from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.sinks import BackgroundSink, JsonLinesSink, MemorySink
@@ -76,14 +76,45 @@ def test_commit_point_writes_the_mapper_state_only_when_it_changed(factory: Enve
     flaky = FlakyStore()
     states = iter(["s1", "s1", "s2", "s2"])
     commit = CommitPoint(flaky, "s1", state=lambda: next(states))
-    commit.write([], ["k1"])
-    commit.write([], ["k2"])  # the same state: not written again
+    commit.write(batch(factory, "a"), ["k1"])
+    commit.write(batch(factory, "b"), ["k2"])  # the same state: not written again
     flaky.fail_with = OSError("disk full")
-    commit.write([], ["k3"])  # s2 fails: kept in the backlog
+    commit.write(batch(factory, "c"), ["k3"])  # s2 fails: kept in the backlog
     flaky.fail_with = None
-    commit.write([], ["k4"])  # s2 again: the backlog's s2 is written, then nothing
+    commit.write(batch(factory, "d"), ["k4"])  # s2 again: the backlog's s2 is written, then nothing
     assert flaky.states == ["s1", None, "s2", None]
     assert flaky.keys == ["k1", "k2", "k3", "k4"]
+
+
+def test_the_keys_of_records_that_made_nothing_go_with_the_next_commit(factory: EnvelopeFactory) -> None:
+    flaky = FlakyStore()
+    states = iter(f"s{i}" for i in range(1, 9))
+    commit = CommitPoint(flaky, "s1", state=lambda: next(states))
+    commit.write([], ["k1"])
+    commit.write([], ["k2"])
+    assert flaky.keys == [] and flaky.states == []  # no transaction for them
+    sent = batch(factory, "a")
+    commit.write(sent, ["k3"])
+    assert (flaky.envelopes, flaky.keys, flaky.states) == (sent, ["k1", "k2", "k3"], ["s1"])
+    commit.write([], [f"h{i}" for i in range(HOLD_KEYS - 1)])
+    assert flaky.states == ["s1"]  # held: one short of the bound
+    commit.write([], ["last"])  # the bound: committed with the state they left
+    assert flaky.keys[3:] == [*(f"h{i}" for i in range(HOLD_KEYS - 1)), "last"]
+    commit.write([], ["k4"])
+    commit.close()  # what is still held is committed at the close
+    assert (flaky.keys[-1], flaky.states) == ("k4", ["s1", "s2", "s3"])
+
+
+def test_held_keys_wait_out_a_store_outage_in_order(factory: EnvelopeFactory) -> None:
+    flaky = FlakyStore()
+    commit = CommitPoint(flaky, "s1")
+    flaky.fail_with = OSError(28, "No space left on device")
+    first = batch(factory, "a")
+    commit.write(first, ["k1"])
+    commit.write([], ["k2"])
+    flaky.fail_with = None
+    commit.close()
+    assert (flaky.envelopes, flaky.keys) == (first, ["k1", "k2"])
 
 
 def test_json_lines_file_appends_one_envelope_per_line(tmp_path: Path, factory: EnvelopeFactory) -> None:
