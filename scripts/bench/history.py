@@ -67,7 +67,7 @@ async def child(transcript: Path, home: Path, history_size: int) -> dict[str, fl
     base_rss, lateness, live_at = rss_mb(), [0.0], [0.0]
     done = anyio.Event()
 
-    async def deliver(batch: list[Record]) -> None:
+    def deliver(batch: list[Record]) -> None:
         mirror.deliver(batch)
         if any(r.uuid == LIVE_UUID for r in batch):
             live_at[0] = time.perf_counter()

@@ -54,7 +54,7 @@ async def measure(
     committed: dict[str, int] = {}
     done = anyio.Event()
 
-    async def deliver(batch: list[Record]) -> None:
+    def deliver(batch: list[Record]) -> None:
         mirror.deliver(batch)  # returns after the store commit
         now = time.time_ns()
         for record in batch:

@@ -134,7 +134,7 @@ def mirror(
         scanner.add_main(transcript)
         done = anyio.Event()
 
-        async def deliver(batch: list[Record]) -> None:
+        def deliver(batch: list[Record]) -> None:
             made = session.deliver(batch)  # returns after the store commit
             now = time.time_ns()
             # A record that makes nothing is not waited for: its key goes with the next commit.

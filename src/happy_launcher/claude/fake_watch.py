@@ -4,7 +4,7 @@ to decide (the safety poll of the real ones would read everything now and then).
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 from pathlib import Path
 
 import anyio
@@ -46,6 +46,12 @@ class FakeWatcher:
     def wake(self) -> None:
         self._changed = None  # as the real ones: a woken wait says nothing of what changed
         self._woken.set()
+
+    def listen(self, listener: Callable[[], None] | None) -> bool:
+        return False  # the test drives waits
+
+    def arm(self, within: float) -> None:
+        pass
 
     def changes(self) -> set[str] | None:
         changed, self._changed = self._changed, set()

@@ -8,7 +8,7 @@ between batches: memory stays flat and hooks are handled at once (issue 7 §2).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import anyio
@@ -19,7 +19,7 @@ from happy_launcher.claude.records import Record
 from happy_launcher.claude.session_files import NOTHING_KNOWN, SessionFiles
 from happy_launcher.claude.watch import Watcher
 
-Deliver = Callable[[list[Record]], Awaitable[None]]
+Deliver = Callable[[list[Record]], None]  # called in the event loop: never blocks
 # Even with inotify, re-read now and then: a missed event (watch limit, NFS) only delays records.
 SAFETY_POLL = 1.0
 # About 2-10 ms of mapping and storing: the loop is never blocked for long.
@@ -74,22 +74,51 @@ class TranscriptScanner:
         self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Deliver batches of new records until cancelled. Started once the watches are set.
-        Once cancelled (Claude has exited) the watches are dropped: the final scans do not wait."""
+        Once cancelled (Claude has exited) the watches are dropped: the final scans do not wait.
+        A watcher that can call back reads in the event loop's callbacks, not in this task
+        (see `Watcher.listen`); `deliver`'s error ends the run either way."""
         self._watcher.watch(self._dirs, self._mains)
         task_status.started()
         try:
+            failed: list[Exception] = []
+            stop = anyio.Event()
+
+            def listener() -> None:
+                try:
+                    within = self._read(deliver)
+                except Exception as exc:
+                    self._watcher.listen(None)
+                    failed.append(exc)
+                    stop.set()
+                    return
+                if within is None:
+                    self._watcher.wake()  # called again soon, after the others' turn
+                else:
+                    self._watcher.arm(within)
+
+            if self._watcher.listen(listener):
+                listener()  # what is there now
+                await stop.wait()
+                raise failed[0]
             while True:
-                batch = self.scan()
-                if batch:
-                    await deliver(batch)
-                if self.files.behind:
+                if (within := self._read(deliver)) is None:
                     await anyio.lowlevel.checkpoint()  # others run between batches; then read on
-                    continue
-                held = self.files.hold_wait()
-                poll = self._poll_interval
-                await self._watcher.wait(poll if held is None else min(held, poll))
+                else:
+                    await self._watcher.wait(within)
         finally:
+            self._watcher.listen(None)
             self._watcher.unwatch()
+
+    def _read(self, deliver: Deliver) -> float | None:
+        """One pass: read and deliver what is new; the longest wait before the next pass
+        (None: more is there now, after the others' turn)."""
+        batch = self.scan()
+        if batch:
+            deliver(batch)
+        if self.files.behind:
+            return None
+        held = self.files.hold_wait()
+        return self._poll_interval if held is None else min(held, self._poll_interval)
 
     def _directories(self) -> frozenset[Path]:
         """Each session's dir and its subagents dir: changes in either can mean new records or

@@ -125,7 +125,7 @@ class LocalTracker:
             if self._picking:
                 tg.start_soon(self._watch_picked)
 
-    async def _deliver(self, batch: list[Record]) -> None:
+    def _deliver(self, batch: list[Record]) -> None:
         self._session.deliver(batch)
 
     async def _watch_hooks(self, hooks: LineTail) -> None:

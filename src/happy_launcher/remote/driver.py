@@ -322,7 +322,7 @@ class RemoteDriver:
         async for message in client.receive_messages():
             self._queue.put_all(self._converter.convert(message))
 
-    async def _from_transcript(self, batch: list[Record]) -> None:
+    def _from_transcript(self, batch: list[Record]) -> None:
         if self._prompts:  # straight from the scanner: the queue is held up by the prompt
             for record in batch:
                 prompt = self._prompts.get(record.uuid) if record.uuid is not None else None

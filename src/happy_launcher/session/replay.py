@@ -155,7 +155,7 @@ def _read_to_end(files: SessionFiles, mirror: Mirror, *, batch: int) -> None:
 async def _follow(files: SessionFiles, mirror: Mirror) -> None:
     watcher = make_watcher()
 
-    async def deliver(batch: list[Record]) -> None:
+    def deliver(batch: list[Record]) -> None:
         mirror.deliver(batch)
 
     try:

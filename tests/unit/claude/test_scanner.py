@@ -38,7 +38,7 @@ async def test_appended_records_late_files_and_session_change(tmp_path: Path, wa
     scanner.add_main(main)  # the file does not exist yet: Claude creates it on the first prompt
     send, receive = anyio.create_memory_object_stream[list[Record]](100)
     async with anyio.create_task_group() as tg:
-        await tg.start(scanner.run, send.send)
+        await tg.start(scanner.run, send.send_nowait)
         write_jsonl(main, [user("u1", "hi")])
         assert await next_uuids(receive, 1) == ["u1"]
         with main.open("ab") as f:  # half a line first: nothing until it is complete
@@ -61,11 +61,14 @@ async def test_appended_records_late_files_and_session_change(tmp_path: Path, wa
     watcher.close()
 
 
-async def test_a_large_backlog_goes_in_bounded_batches_with_the_loop_free_between(tmp_path: Path) -> None:
+@pytest.mark.parametrize("watcher_kind", ["inotify", "polling"])  # read in loop callbacks, in a task
+async def test_a_large_backlog_goes_in_bounded_batches_with_the_loop_free_between(
+    tmp_path: Path, watcher_kind: str
+) -> None:
     main = tmp_path / "proj" / "s1.jsonl"
     write_jsonl(main, [user(f"u{n}", "x" * 1000) for n in range(2000)])  # ~2 MB of history to send
     budget = 1 << 16
-    watcher = PollingWatcher()
+    watcher: Watcher = InotifyWatcher() if watcher_kind == "inotify" else PollingWatcher()
     scanner = TranscriptScanner(SessionFiles(), watcher, poll_interval=30.0, batch_bytes=budget)
     scanner.add_main(main)
     events: list[str] = []
@@ -73,7 +76,7 @@ async def test_a_large_backlog_goes_in_bounded_batches_with_the_loop_free_betwee
     records = 0
     done = anyio.Event()
 
-    async def deliver(batch: list[Record]) -> None:
+    def deliver(batch: list[Record]) -> None:
         nonlocal records
         events.append("batch")
         sizes.append(sum(r.size for r in batch))
@@ -108,7 +111,7 @@ async def test_a_wake_up_reads_what_the_watcher_says_changed_a_plain_one_all(tmp
     scanner.add_main(second)
     send, receive = anyio.create_memory_object_stream[list[Record]](100)
     async with anyio.create_task_group() as tg:
-        await tg.start(scanner.run, send.send)
+        await tg.start(scanner.run, send.send_nowait)
         assert await next_uuids(receive, 1) == ["u0"]  # added: read whole
         assert {first, first.with_suffix("")} <= watcher.watched
         assert tmp_path / "proj" not in watcher.watched  # shared with other sessions: their files only
@@ -120,3 +123,29 @@ async def test_a_wake_up_reads_what_the_watcher_says_changed_a_plain_one_all(tmp
         assert await next_uuids(receive, 1) == ["u2"]
         tg.cancel_scope.cancel()
     assert watcher.watched == set()  # cancelled: the final reads wait for nothing
+
+
+@pytest.mark.parametrize("watcher_kind", ["inotify", "polling"])
+async def test_a_delivery_that_fails_ends_the_run_with_its_error(tmp_path: Path, watcher_kind: str) -> None:
+    main = tmp_path / "proj" / "s1.jsonl"
+    main.parent.mkdir()
+    watcher: Watcher = InotifyWatcher() if watcher_kind == "inotify" else PollingWatcher()
+    scanner = TranscriptScanner(SessionFiles(), watcher, poll_interval=0.02)
+    scanner.add_main(main)
+    delivered: list[str | None] = []
+
+    def deliver(batch: list[Record]) -> None:
+        delivered.extend(r.uuid for r in batch)
+        if "boom" in delivered:
+            raise RuntimeError("the store is gone")
+
+    with pytest.raises(ExceptionGroup) as raised, anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(scanner.run, deliver)
+            write_jsonl(main, [user("u1", "hi")])
+            write_jsonl(main, [user("boom", "again")], append=True)
+            await anyio.sleep_forever()
+    watcher.close()
+    [error] = raised.value.exceptions
+    assert isinstance(error, RuntimeError) and str(error) == "the store is gone"
+    assert delivered[-1] == "boom"

@@ -99,6 +99,45 @@ async def test_a_wait_ends_by_its_own_timeout_whatever_timer_an_earlier_wait_lef
 
 
 @pytest.mark.anyio
+async def test_a_listener_is_called_for_events_a_wake_and_its_timer_instead_of_a_waiter(
+    tmp_path: Path,
+) -> None:
+    watcher = InotifyWatcher()
+    heard: list[set[str] | None] = []
+    called = anyio.Event()
+
+    def listener() -> None:
+        heard.append(watcher.changes())
+        called.set()
+
+    async def next_call() -> set[str] | None:
+        nonlocal called
+        with anyio.fail_after(5):
+            await called.wait()
+        called = anyio.Event()
+        return heard.pop()
+
+    try:
+        watcher.watch({tmp_path})
+        watcher.changes()
+        assert watcher.listen(listener)
+        (tmp_path / "a.jsonl").write_bytes(b"x\n")
+        assert await next_call() == {str(tmp_path / "a.jsonl")}  # in the loop's reader callback
+        watcher.wake()
+        assert not heard  # soon, not from inside `wake`
+        assert await next_call() is None
+        watcher.arm(0.01)
+        assert await next_call() is None  # its timer ran out: read everything
+        assert watcher.listen(None)
+        (tmp_path / "b.jsonl").write_bytes(b"x\n")
+        with anyio.fail_after(5):
+            await watcher.wait(30)  # a waiter again
+        assert not heard and watcher.changes() == {str(tmp_path / "b.jsonl")}
+    finally:
+        watcher.close()
+
+
+@pytest.mark.anyio
 async def test_unwatched_directories_are_silent_until_watched_again(tmp_path: Path) -> None:
     watcher = InotifyWatcher()
     try:
