@@ -67,6 +67,7 @@ class _SubagentFile:
     tool_use_id: str | None = None
     answered: bool = False  # the last record read is the subagent's final answer
     new: bool = True  # found, not read yet (its first lines may predate the directory's watch)
+    untagged_since: float | None = None  # live: found before its meta, waiting for it since
 
     def tag(self) -> str | None:
         if self.tool_use_id is None:
@@ -164,7 +165,9 @@ class SessionFiles:
             if changed is None or _touches_subagents(main, changed):
                 self._discover(main)
                 for sub in list(main.subagents.values()):
-                    if changed is None or sub.new or sub.name in changed:
+                    if (changed is None or sub.new or sub.name in changed) and not (
+                        hold and self._awaits_meta(sub)
+                    ):
                         yield from self._read_sub(sub, bounded=True)
             if main.held:  # what the subagents just wrote may release it
                 yield from self._read_main(main, hold=hold)
@@ -174,6 +177,12 @@ class SessionFiles:
         if self._clock is None:
             return None
         since = [m.held_since for m in self._mains.values() if m.held_since is not None]
+        since += [
+            s.untagged_since
+            for m in self._mains.values()
+            for s in m.subagents.values()
+            if s.new and s.untagged_since is not None
+        ]
         return max(0.0, min(since) + HOLD_MAX - self._clock()) if since else None
 
     def finish(self) -> Iterator[Record]:
@@ -213,6 +222,18 @@ class SessionFiles:
         if main.held_since is None:
             main.held_since = now
         return now < main.held_since + HOLD_MAX
+
+    def _awaits_meta(self, sub: _SubagentFile) -> bool:
+        """A subagent's file found before its meta names its call: not read yet, at most
+        HOLD_MAX. Its first record (the subagent's prompt) read untagged, before the main
+        record of its call, could only be told from the main chain's by its text."""
+        if not sub.new or sub.tag() is not None:
+            return False
+        assert self._clock is not None
+        now = self._clock()
+        if sub.untagged_since is None:
+            sub.untagged_since = now
+        return now < sub.untagged_since + HOLD_MAX
 
     def _read_sub(self, sub: _SubagentFile, *, bounded: bool) -> Iterator[Record]:
         sub.new = False

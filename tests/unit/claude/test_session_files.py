@@ -166,6 +166,28 @@ def test_held_records_are_released_after_hold_max(tmp_path: Path) -> None:
     assert uuids(files) == ["r1", "a2"]
 
 
+def test_a_subagent_file_found_before_its_meta_is_read_once_the_meta_names_its_call(tmp_path: Path) -> None:
+    main = tmp_path / "s1.jsonl"
+    write_jsonl(main, [user("u1", "go")])
+    clock = FakeClock()
+    files = SessionFiles(clock=clock)
+    files.add_main(main)
+    assert uuids(files) == ["u1"]
+    prompt = user("s1", "p", isSidechain=True)
+    write_subagent(main, "abc", None, [prompt])  # its meta not written yet
+    assert uuids(files) == []  # read untagged, the prompt would look like the main chain's
+    assert files.hold_wait() == pytest.approx(HOLD_MAX)
+    clock.now += 0.1
+    write_subagent(main, "abc", "toolu_A", [prompt])
+    assert [(r.uuid, r.parent_tool_use_id) for r in files.read_new()] == [("s1", "toolu_A")]
+    assert files.hold_wait() is None
+    write_subagent(main, "late", None, [user("l1", "q", isSidechain=True)])
+    assert uuids(files) == []
+    clock.now += HOLD_MAX  # an older Claude writes no meta: read anyway, matched by its prompt
+    assert [(r.uuid, r.parent_tool_use_id) for r in files.read_new()] == [("l1", None)]
+    assert uuids(files) == []
+
+
 def test_final_read_and_replay_never_hold(tmp_path: Path) -> None:
     main, _ = racing_session(tmp_path)
     live = SessionFiles(clock=FakeClock())
