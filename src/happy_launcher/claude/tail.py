@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CHUNK = 1 << 20
+# A read of a file kept open, into a buffer of this size: under malloc's mmap threshold (a
+# larger one costs an mmap and a munmap a read), and a few of Claude's largest records.
+READ_AHEAD = 64 << 10
 MAX_LINE = 256 << 20
 
 
@@ -38,7 +41,7 @@ class LineTail:
     _partial_size: int = 0
     _skipping: bool = False  # inside an oversized line: drop bytes up to its newline
     _ident: tuple[int, int] | None = None
-    _size: int = 0  # the file's size at the last read
+    _size: int = 0  # the file's size at the last read (one more: more may be there)
     # Keep the file open between reads (closed with the tail): for the few files read once per
     # record Claude writes (its main transcripts), not for every subagent's (descriptors are few).
     keep_open: bool = False
@@ -50,6 +53,8 @@ class LineTail:
 
         `known_only`: only the lines that end within the first `known_size` bytes; a line still
         unfinished there is completed (and returned) by a later plain call. Read those first."""
+        if self._fd >= 0 and not known_only and (lines := self._read_on(chunk)):
+            return lines
         opened = self._opened()
         if opened is None:
             return []
@@ -68,6 +73,19 @@ class LineTail:
         finally:
             if not self.keep_open:
                 self._close()
+
+    def _read_on(self, chunk: int) -> list[bytes]:
+        """The file kept open: read what follows without asking its size first (a `stat` is
+        a syscall a record, and costs tens of µs after a pause on this kind of VM). Nothing
+        new: then `read_lines` looks at the path (replaced, or truncated?)."""
+        while data := os.pread(self._fd, min(chunk, READ_AHEAD), self.offset):
+            self.offset += len(data)
+            # A short read reached the end as it is now; a full one may have left more.
+            self._size = self.offset + (len(data) == min(chunk, READ_AHEAD))
+            lines = self._split(data)
+            if lines:  # else the middle of a long line: read on
+                return lines
+        return []
 
     def _opened(self) -> tuple[int, int] | None:
         """(fd, size) of the file at `path` now, None if there is none. Kept open: while the

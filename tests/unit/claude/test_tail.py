@@ -6,7 +6,9 @@ import contextlib
 import os
 from pathlib import Path
 
-from happy_launcher.claude.tail import LineTail, StreamTail
+import pytest
+
+from happy_launcher.claude.tail import READ_AHEAD, LineTail, StreamTail
 
 
 def read_all(tail: LineTail, chunk: int = 1 << 20) -> list[bytes]:
@@ -91,6 +93,32 @@ def test_a_kept_file_stays_open_between_reads_until_replaced_or_dropped(tmp_path
     other_tail = LineTail(p)  # the default: open only while reading
     assert read_all(other_tail) == [b"new"]
     assert _descriptors_of(p) == 0
+
+
+def test_a_kept_file_is_read_on_without_a_stat_until_nothing_new_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"1\n")
+    tail = LineTail(p, keep_open=True)
+    assert read_all(tail) == [b"1"]
+    stats: list[Path] = []
+    real_stat = Path.stat
+
+    def counted(self: Path, **kwargs: bool) -> os.stat_result:
+        stats.append(self)
+        return real_stat(self, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", counted)
+    big = b"x" * (READ_AHEAD + 10)  # more than one read's buffer
+    with p.open("ab") as f:
+        f.write(b"2\n" + big + b"\n3\n")
+    assert tail.read_lines() == [b"2"] and stats == []  # one read, no stat: the record's cost
+    assert not tail.caught_up  # the buffer was full: more may be there
+    assert read_all(tail) == [big, b"3"]
+    assert tail.caught_up
+    p.write_bytes(b"again\n")  # truncated: seen once nothing more comes
+    assert read_all(tail) == [b"again"] and tail.stats.truncated == 1 and stats
 
 
 def test_oversized_line_is_skipped_and_counted(tmp_path: Path) -> None:
