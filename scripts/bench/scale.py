@@ -110,6 +110,7 @@ def mirror(
     """One session's mirror (a child process) serving its control socket to `clients` clients:
     commit times by uuid, CPU seconds, RSS, the envelopes it committed; with `profile`, a
     cProfile of its whole run written there."""
+    committed_at = [0]  # when the last store transaction returned (ns)
     handled: dict[str, int | None] = {}  # by uuid: when its envelopes were committed (None: made none)
     envelopes: list[int] = []
     commits: list[float] = []  # wall ms of each store transaction (the wait for the lock included)
@@ -123,6 +124,7 @@ def mirror(
             try:
                 return append(*args, **kwargs)
             finally:
+                committed_at[0] = time.time_ns()
                 commits.append((time.perf_counter() - t0) * 1e3)
 
         session.store.append_envelopes = timed_append  # type: ignore[method-assign]
@@ -135,11 +137,11 @@ def mirror(
         done = anyio.Event()
 
         def deliver(batch: list[Record]) -> None:
-            made = session.deliver(batch)  # returns after the store commit
-            now = time.time_ns()
+            # Committed as the store's transaction returns (the clients are sent it after).
             # A record that makes nothing is not waited for: its key goes with the next commit.
+            made = session.deliver(batch)
             for record in batch:
-                handled[record.uuid or ""] = now if made else None
+                handled[record.uuid or ""] = committed_at[0] if made else None
             if len(handled) >= count:
                 done.set()
 

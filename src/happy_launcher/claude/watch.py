@@ -3,8 +3,9 @@
 inotify wakes the scanner within a millisecond of Claude's write and costs nothing while idle;
 watchfiles was not used because it delivers changes in batches at least `step` ms apart. The
 scanner wakes once per record Claude writes, so a wake-up is kept cheap: on asyncio the inotify
-fd stays registered with the loop and the timeout is a loop timer, and the watcher says which
-files changed, so that the others are not re-read. A file the caller owns in a directory it
+fd stays registered with the loop, the scanner is called from its reader callback (`listen`: no
+task woken) and the timeout is a loop timer, and the watcher says which files changed, so that
+the others are not re-read. A file the caller owns in a directory it
 shares (a transcript in the project directory, beside other sessions' transcripts) is watched by
 itself, and its directory only for arrivals: other sessions' appends never wake this one.
 """
