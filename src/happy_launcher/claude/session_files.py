@@ -67,7 +67,6 @@ class _SubagentFile:
     tool_use_id: str | None = None
     answered: bool = False  # the last record read is the subagent's final answer
     new: bool = True  # found, not read yet (its first lines may predate the directory's watch)
-    untagged_since: float | None = None  # live: found before its meta, waiting for it since
 
     def tag(self) -> str | None:
         if self.tool_use_id is None:
@@ -127,6 +126,7 @@ class SessionFiles:
         self._clock = clock
         self._left: int | None = None  # bytes the current pass may still read; None: no limit
         self.behind = False  # the last pass stopped at its budget: more can be read at once
+        self._meta_waits: dict[str, float] = {}  # new subagent file -> since when its meta is awaited
 
     @property
     def paths(self) -> list[Path]:
@@ -177,12 +177,7 @@ class SessionFiles:
         if self._clock is None:
             return None
         since = [m.held_since for m in self._mains.values() if m.held_since is not None]
-        since += [
-            s.untagged_since
-            for m in self._mains.values()
-            for s in m.subagents.values()
-            if s.new and s.untagged_since is not None
-        ]
+        since += self._meta_waits.values()
         return max(0.0, min(since) + HOLD_MAX - self._clock()) if since else None
 
     def finish(self) -> Iterator[Record]:
@@ -231,12 +226,11 @@ class SessionFiles:
             return False
         assert self._clock is not None
         now = self._clock()
-        if sub.untagged_since is None:
-            sub.untagged_since = now
-        return now < sub.untagged_since + HOLD_MAX
+        return now < self._meta_waits.setdefault(sub.name, now) + HOLD_MAX
 
     def _read_sub(self, sub: _SubagentFile, *, bounded: bool) -> Iterator[Record]:
         sub.new = False
+        self._meta_waits.pop(sub.name, None)
         last = self._index(sub.tail, bounded=bounded)
         if last is not None:
             sub.answered = _is_final_answer(last)

@@ -53,7 +53,10 @@ class LineTail:
 
         `known_only`: only the lines that end within the first `known_size` bytes; a line still
         unfinished there is completed (and returned) by a later plain call. Read those first."""
-        if self._fd >= 0 and not known_only and (lines := self._read_on(chunk)):
+        # Kept open: read on without asking the size first (a `stat` is a syscall a record, and
+        # costs tens of µs after a pause on this kind of VM); nothing new: look at the path
+        # (replaced, or truncated?).
+        if self._fd >= 0 and not known_only and (lines := self._lines_from(self._fd, chunk, None)):
             return lines
         opened = self._opened()
         if opened is None:
@@ -62,30 +65,24 @@ class LineTail:
         try:
             # Up to the size seen now: no read at the end of the file, no buffer larger than
             # what is there (a 256 KB one costs more than reading a record).
-            end = min(size, self.known_size) if known_only else size
             self._size = size
-            while self.offset < end and (data := os.pread(fd, min(chunk, end - self.offset), self.offset)):
-                self.offset += len(data)
-                lines = self._split(data)
-                if lines:  # else the chunk was the middle of a long line: read on
-                    return lines
-            return []
+            return self._lines_from(fd, chunk, min(size, self.known_size) if known_only else size)
         finally:
             if not self.keep_open:
                 self._close()
 
-    def _read_on(self, chunk: int) -> list[bytes]:
-        """The file kept open: read what follows without asking its size first (a `stat` is
-        a syscall a record, and costs tens of µs after a pause on this kind of VM). Nothing
-        new: then `read_lines` looks at the path (replaced, or truncated?)."""
-        while data := os.pread(self._fd, min(chunk, READ_AHEAD), self.offset):
+    def _lines_from(self, fd: int, chunk: int, end: int | None) -> list[bytes]:
+        """The next complete lines of `fd` from the offset, in reads of at most `chunk`, up to
+        `end` (None: as far as the file goes now, which a short read tells)."""
+        while True:
+            want = min(chunk, READ_AHEAD) if end is None else min(chunk, end - self.offset)
+            if want <= 0 or not (data := os.pread(fd, want, self.offset)):
+                return []
             self.offset += len(data)
-            # A short read reached the end as it is now; a full one may have left more.
-            self._size = self.offset + (len(data) == min(chunk, READ_AHEAD))
-            lines = self._split(data)
-            if lines:  # else the middle of a long line: read on
+            if end is None:  # a full read may have left more
+                self._size = self.offset + (len(data) == want)
+            if lines := self._split(data):  # else the middle of a long line: read on
                 return lines
-        return []
 
     def _opened(self) -> tuple[int, int] | None:
         """(fd, size) of the file at `path` now, None if there is none. Kept open: while the

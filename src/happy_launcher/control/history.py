@@ -20,11 +20,8 @@ def stored_envelopes(home: Path, happy_id: str, after_seq: int) -> Iterator[tupl
         return
     last, page = after_seq, FIRST_PAGE
     while True:
-        store = SessionStore.open(home)
-        try:
+        with SessionStore.open(home) as store:
             rows = store.raw_envelopes(happy_id, last, page)
-        finally:
-            store.close()
         yield from rows
         if len(rows) < page:
             return

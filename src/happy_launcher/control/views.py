@@ -93,11 +93,8 @@ def _starts(value: str | None, prefix: str) -> bool:
 def stored_summaries(home: Path) -> list[SessionSummary]:
     if not (home / DB_NAME).exists():
         return []
-    store = SessionStore.open(home)
-    try:
+    with SessionStore.open(home) as store:
         return store.session_summaries()
-    finally:
-        store.close()
 
 
 def stored_view(home: Path, summary: SessionSummary, facts: Facts | None, path: Path | None) -> SessionView:
