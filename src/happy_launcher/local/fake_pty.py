@@ -11,8 +11,9 @@ import anyio
 
 
 class FakePty:
-    """`on_output` sees what the test emits (as `PtySession`'s does); `on_resize` and
-    `on_signal` let the test's Claude react (it redraws on a size change, exits on SIGTERM)."""
+    """`on_output` sees what the test emits (as `PtySession`'s does); `on_input`, `on_resize`
+    and `on_signal` let the test's Claude react (it draws what is typed, redraws on a size
+    change, exits on SIGTERM)."""
 
     def __init__(
         self,
@@ -20,19 +21,22 @@ class FakePty:
         cols: int = 80,
         *,
         on_output: Callable[[bytes], None] | None = None,
+        on_input: Callable[[bytes], None] | None = None,
         on_resize: Callable[[int, int], None] | None = None,
         on_signal: Callable[[int], None] | None = None,
     ) -> None:
         self.rows, self.cols = rows, cols
         self.on_output = on_output
+        self.on_input = on_input
         self.on_resize = on_resize
         self.on_signal = on_signal
         self.writes: list[bytes] = []  # what reached Claude, the user's released keys included
         self.signals: list[int] = []
         self.resizes: list[tuple[int, int]] = []
         self.paused = False
-        self.looks = 0  # size() calls: how often the caller looked at the screen
+        self.looks = 0  # size() and input_unread() calls: how often the caller looked
         self.stopped = False  # stop() was called
+        self.unread = 0  # bytes typed that the test's Claude has not read (the test sets it)
         self._held: list[bytes] = []  # the user's keys while input is paused
         self._exited = anyio.Event()
         self._changed = anyio.Event()
@@ -70,7 +74,14 @@ class FakePty:
 
     def write_input(self, data: bytes) -> None:
         self.writes.append(data)
+        if self.on_input is not None:
+            self.on_input(data)
         self._note()
+
+    def input_unread(self) -> int:
+        self.looks += 1
+        self._note()
+        return self.unread
 
     def resize(self, rows: int, cols: int) -> None:
         self.rows, self.cols = rows, cols

@@ -7,7 +7,9 @@ switching-facts §4 and design (c)). For each message, in order:
 2. Hold the user's keystrokes (the PTY stops reading our stdin; they are typed afterwards).
 3. A draft in the box is stashed (Ctrl-S), and given back by Claude after the submit. Ctrl-S is
    never sent to an empty box: with a stash held, it would restore it into the prompt.
-4. Type the text (`tui_input.typing_chunks`), then Enter on its own.
+4. Type the text (`tui_input.typing_chunks`), each write once Claude has read the one before;
+   should the TUI still show a paste placeholder, empty the box and type it again, slower.
+   Then Enter on its own.
 5. Confirmed by the UserPromptSubmit hook carrying the text (it fires at once, also when the
    prompt is queued behind a running turn) within `InjectWaits.confirm`; else a service envelope says
    the message was not delivered (it stays stored and undelivered; it is not typed again in this
@@ -23,16 +25,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
 
 from happy_launcher.local.tui_input import (
     CHUNK_GAP,
+    CLEAR_BOX,
     ENTER,
     STASH,
     box_text,
     dialog_open,
+    pasted,
     typing_chunks,
 )
 from happy_launcher.local.tui_screen import TuiScreen
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from happy_launcher.local.pty_session import Pty
 
 _log = logging.getLogger(__name__)
+_ATTEMPTS = 3  # typings of one message, while Claude's TUI takes them as a paste
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,8 @@ class InjectWaits:
 
     poll: float = 0.03  # between looks at the screen while waiting on it
     chunk_gap: float = CHUNK_GAP  # between the writes that type a message
+    chunk_gap_after_paste: float = 0.1  # the least, once writes were taken as a paste
+    typed: float = 0.005  # between looks at whether Claude has read a write yet
     confirm: float = 5.0  # for UserPromptSubmit after Enter (measured 15-135 ms)
     box: float = 2.0  # for the box to change: redrawn, stashed, the draft back
 
@@ -124,21 +132,52 @@ class Injector:
         submitted = anyio.Event()
         self._awaited = (prompt_key(prompt.text), submitted)
         try:
-            for chunk in typing_chunks(prompt.text):
-                pty.write_input(chunk)
-                await anyio.sleep(self._waits.chunk_gap)
-            pty.write_input(ENTER)
-            with anyio.move_on_after(self._waits.confirm):
-                await submitted.wait()
-            confirmed = submitted.is_set()
+            problem = await self._type_text(pty, prompt.text)
+            if problem is None:
+                pty.write_input(ENTER)
+                with anyio.move_on_after(self._waits.confirm):
+                    await submitted.wait()
+                if not submitted.is_set():
+                    problem = f"Claude did not take it as a prompt within {self._waits.confirm:g} s"
         finally:
             self._awaited = None
         if draft:  # the user types on once the draft is back in the box
             await self._until(pty, lambda lines: bool(box_text(lines)), self._waits.box)
-        if confirmed:
-            return None
-        ledger.forget_text(prompt.seq)
-        return f"Claude did not take it as a prompt within {self._waits.confirm:g} s"
+        if problem is not None:
+            ledger.forget_text(prompt.seq)
+        return problem
+
+    async def _type_text(self, pty: Pty, text: str) -> str | None:
+        """Type `text` into the empty box, each write once Claude has read the one before (if
+        writes bunch up, e.g. while the machine is busy, Claude reads them as a paste: a
+        `[Pasted text #N]` placeholder, and a prompt wrapped in `<pasted_content>`). Should a
+        placeholder show anyway, the box is emptied and typed again, slower. None: typed."""
+        gap = self._waits.chunk_gap
+        for _attempt in range(_ATTEMPTS):
+            drawn = self._screen.outputs
+            for chunk in typing_chunks(text):
+                drawn = self._screen.outputs
+                pty.write_input(chunk)
+                await anyio.sleep(gap)
+                await self._read_by_claude(pty)
+            # Once Claude drew its last read, a placeholder from any of them shows.
+            await self._until(pty, partial(self._drawn_since, drawn), self._waits.box)
+            if not pasted(self._lines(pty)):
+                return None
+            pty.write_input(CLEAR_BOX)
+            if not await self._until(pty, lambda lines: box_text(lines) == "", self._waits.box):
+                break
+            gap = max(gap * 2, self._waits.chunk_gap_after_paste)
+        return "Claude's TUI kept taking it as a paste (a `[Pasted text]` placeholder), so it was not sent"
+
+    def _drawn_since(self, count: int, _lines: list[str]) -> bool:
+        return self._screen.outputs > count
+
+    async def _read_by_claude(self, pty: Pty) -> None:
+        """Until Claude has read what was typed; a stalled TUI is waited for `waits.box` at most."""
+        with anyio.move_on_after(self._waits.box):
+            while pty.input_unread():  # noqa: ASYNC110 (the kernel's queue: nothing to wait on)
+                await anyio.sleep(self._waits.typed)
 
     async def _redraw(self, pty: Pty, rows: int, cols: int) -> bool:
         """Have Claude draw its screen whole (it does on a size change): one column less, then

@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import struct
+import sys
 import termios
 import threading
 import time
@@ -27,6 +28,7 @@ _DRAIN_MAX_S = 1.0  # ... and a grandchild still writing to the PTY cannot keep 
 _DRAIN_MAX_READS = 64  # a drain request moves at most this many reads (up to 4 MiB)
 _REAP_POLL_MS = 100  # exit polling interval where pidfd_open is unavailable
 _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR | select.POLLNVAL
+_TIOCGPTPEER = getattr(termios, "TIOCGPTPEER", 0x5441)  # Linux >= 4.13; an error elsewhere (then: 0)
 # Ctrl-T as a terminal sends it: the plain byte, or the kitty keyboard protocol's sequence.
 CTRL_T = (b"\x14", b"\x1b[116;5u")
 
@@ -90,6 +92,23 @@ class ChildProcess:
                 with contextlib.suppress(OSError):
                     fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
+    def input_queued(self) -> int:
+        """Bytes in the PTY's input queue that the program has not read yet (0 once gone).
+        Counted on the terminal's side, opened from the master for the moment (TIOCGPTPEER)."""
+        with self._lock:
+            if self._closed:
+                return 0
+            try:
+                peer = fcntl.ioctl(self.fd, _TIOCGPTPEER, os.O_RDONLY | os.O_NOCTTY | os.O_CLOEXEC)
+            except OSError:
+                return 0
+            try:
+                return int.from_bytes(fcntl.ioctl(peer, termios.FIONREAD, bytes(4)), sys.byteorder)
+            except OSError:
+                return 0
+            finally:
+                os.close(peer)
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:
@@ -104,6 +123,7 @@ class Inbox:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._data = bytearray()
+        self._unwritten = 0  # put, and not yet written to the master
         self.stop_requested = False
         self.input_paused = False
         self._drain_requests: list[Callable[[], None]] = []
@@ -112,7 +132,18 @@ class Inbox:
     def put(self, data: bytes) -> None:
         with self._lock:
             self._data += data
+            self._unwritten += len(data)
             self._wake()
+
+    def written(self, count: int) -> None:
+        """The pump wrote `count` bytes to the master. The user's keys count too: while a
+        message is typed they are held (`pause_input`), so what is put is all there is."""
+        with self._lock:
+            self._unwritten = max(self._unwritten - count, 0)
+
+    @property
+    def unwritten(self) -> int:
+        return self._unwritten
 
     def request_stop(self) -> None:
         with self._lock:
@@ -336,6 +367,7 @@ class Pump:
         except OSError:  # the child side is gone; its EOF and exit follow
             written = len(self._to_child)
         del self._to_child[:written]
+        self._inbox.written(written)
 
 
 def _open_pidfd(pid: int) -> int | None:

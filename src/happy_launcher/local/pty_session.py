@@ -36,6 +36,8 @@ class Pty(Protocol):
 
     def write_input(self, data: bytes) -> None: ...
 
+    def input_unread(self) -> int: ...
+
     def resize(self, rows: int, cols: int) -> None: ...
 
     def size(self) -> tuple[int, int]: ...
@@ -120,6 +122,12 @@ class PtySession:
     def write_input(self, data: bytes) -> None:
         """Type `data` into the child (thread-safe; queued if the pump has not started yet)."""
         self._inbox.put(data)
+
+    def input_unread(self) -> int:
+        """Bytes of `write_input` the child has not read yet: still ours, or in its terminal's
+        input queue. (Right after a write the kernel may not have queued it yet: then 0.)"""
+        queued = self._child.input_queued() if self._child is not None else 0
+        return self._inbox.unwritten + queued
 
     def resize(self, rows: int, cols: int) -> None:
         if self._child is None:

@@ -20,6 +20,8 @@ CHUNK = 100  # characters per write (measured: 100-character writes 20 ms apart 
 CHUNK_GAP = 0.02  # seconds between writes
 ENTER = b"\r"
 STASH = b"\x13"  # Ctrl-S: stash the draft; it comes back after the next submit
+CLEAR_BOX = b"\x15" * 20 + b"\x0b" * 20  # Ctrl-U x20, Ctrl-K x20: any box empty, placeholders too
+PASTE_MARK = "[Pasted text #"
 PROMPT_MARK = "❯"
 RULE = "─"
 DIALOG_MARKERS = ("Do you want to proceed?",)
@@ -65,6 +67,12 @@ def box_text(lines: Sequence[str]) -> str | None:
             body.append(line[len(PROMPT_MARK) :].strip() if not body else line.strip())
         return None  # no closing rule: not (yet) an input box
     return None
+
+
+def pasted(lines: Sequence[str]) -> bool:
+    """The TUI took input as a paste: its placeholder shows (its Enter would not submit it as
+    typed, and the prompt would be wrapped in `<pasted_content>`)."""
+    return any(PASTE_MARK in line for line in lines)
 
 
 def dialog_open(lines: Sequence[str]) -> bool:

@@ -23,6 +23,7 @@ class TuiScreen:
         self._chunks: list[bytes] | None = None  # None: not kept
         self._screen: pyte.Screen | None = None
         self._stream: pyte.ByteStream | None = None
+        self._outputs = 0
 
     def observe(self, chunk: bytes) -> None:
         """Every output chunk of the TUI (from the pump thread): kept only while started."""
@@ -31,6 +32,12 @@ class TuiScreen:
         with self._lock:
             if self._chunks is not None:
                 self._chunks.append(chunk)
+                self._outputs += 1
+
+    @property
+    def outputs(self) -> int:
+        """How many output chunks came while started: the TUI drew since a count was taken."""
+        return self._outputs
 
     def start(self, rows: int, cols: int) -> None:
         import pyte  # ~50 ms: loaded by the first injection, not by every start of the TUI

@@ -4,7 +4,7 @@ TuiScreen. Waits are tiny; every step is awaited on what the fake saw, with a bo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import anyio
@@ -13,7 +13,7 @@ import pytest
 
 from happy_launcher.local.fake_pty import FakePty
 from happy_launcher.local.injector import Injector, InjectWaits
-from happy_launcher.local.tui_input import ENTER, STASH
+from happy_launcher.local.tui_input import CLEAR_BOX, ENTER, STASH
 from happy_launcher.local.tui_screen import TuiScreen
 from happy_launcher.protocol import Envelope, ServiceEv
 from happy_launcher.session.launcher import Run
@@ -23,20 +23,35 @@ from tests.support.records import user
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 BOUND = 2.0  # seconds: far above what any step takes; a hang fails the test instead
-FAST = InjectWaits(poll=0.001, chunk_gap=0.0, confirm=BOUND, box=BOUND)
+FAST = InjectWaits(
+    poll=0.001, chunk_gap=0.0, chunk_gap_after_paste=0.0, typed=0.001, confirm=BOUND, box=BOUND
+)
 RULE = "─" * 40
 IDLE = ["  Claude Code", RULE, "❯", RULE, "  ? for shortcuts"]
 DRAFT = ["  Claude Code", RULE, "❯ my half-typed", "  draft", RULE, "  ? for shortcuts"]
+PASTED = ["  Claude Code", RULE, "❯ [Pasted text #1 +2 lines]", RULE, "  ? for shortcuts"]
 DIALOG = ["❯ Create the file", RULE, " Bash command", " Do you want to proceed?", " ❯ 1. Yes", "   3. No"]
 
 
 class Tui:
-    """Claude's TUI as far as the injector sees it: a PTY and the screen drawn on it."""
+    """Claude's TUI as far as the injector sees it: a PTY and the screen drawn on it. It draws
+    after every read of what is typed: the lines `react` gives for it, else the same again."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], react: Callable[[bytes], list[str] | None] | None = None) -> None:
         self.lines = lines
+        self.react = react
         self.screen = TuiScreen()
-        self.pty = FakePty(24, 80, on_output=self.screen.observe, on_resize=lambda _rows, _cols: self.draw())
+        self.pty = FakePty(
+            24,
+            80,
+            on_output=self.screen.observe,
+            on_input=self.typed,
+            on_resize=lambda _rows, _cols: self.draw(),
+        )
+
+    def typed(self, data: bytes) -> None:
+        lines = self.react(data) if self.react is not None else None
+        self.show(lines if lines is not None else self.lines)
 
     def show(self, lines: list[str]) -> None:
         self.lines = lines
@@ -219,3 +234,71 @@ async def test_keys_the_user_types_meanwhile_are_held_then_typed_in_order(ref: R
         await tui.resumed()
         tg.cancel_scope.cancel()
     assert tui.pty.writes == [b"w", b"hello", ENTER, b"x", b"yz"]
+
+
+async def test_each_write_waits_until_claude_has_read_the_one_before(ref: Run) -> None:
+    tui = Tui(IDLE)
+    injector = Injector(ref, tui.screen, waits=FAST)
+    tui.pty.unread = 100  # Claude is busy: what was typed waits in its terminal
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(injector.run, tui.pty)
+        await inject(ref, injector, "a" * 250)
+        await tui.until([b"a" * 100])
+        await tui.until(looks=20)
+        assert tui.pty.writes == [b"a" * 100]  # more now would reach Claude in one read: a paste
+        tui.pty.unread = 0
+        await tui.until([ENTER])
+        confirm(ref, injector, "a" * 250)
+        await tui.resumed()
+        tg.cancel_scope.cancel()
+    assert tui.pty.writes == [b"a" * 100, b"a" * 100, b"a" * 50, ENTER]
+
+
+def pasting(times: int) -> Callable[[bytes], list[str] | None]:
+    """A TUI that takes the first `times` typings as a paste, until its box is emptied."""
+    left = [times]
+
+    def react(data: bytes) -> list[str] | None:
+        if data == CLEAR_BOX:
+            return IDLE
+        if data != ENTER and left[0] > 0:
+            left[0] -= 1
+            return PASTED
+        return None
+
+    return react
+
+
+async def test_a_paste_placeholder_is_emptied_and_the_message_typed_again(ref: Run) -> None:
+    tui = Tui(IDLE, pasting(1))
+    injector = Injector(ref, tui.screen, waits=FAST)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(injector.run, tui.pty)
+        await inject(ref, injector, "hello")
+        await tui.until([ENTER])
+        confirm(ref, injector, "hello")
+        await tui.resumed()
+        tg.cancel_scope.cancel()
+    assert tui.pty.writes == [b"hello", CLEAR_BOX, b"hello", ENTER]  # no Enter on the placeholder
+    assert ref.get().pending_prompts() == []
+
+
+async def test_a_message_always_taken_as_a_paste_is_reported_and_stays_undelivered(ref: Run) -> None:
+    tui = Tui(IDLE, pasting(1000))
+    injector = Injector(ref, tui.screen, waits=FAST)
+    notices = Notices()
+    ref.get().subscribe(notices)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(injector.run, tui.pty)
+        await inject(ref, injector, "hello")
+        with anyio.fail_after(BOUND):
+            await notices.came.wait()
+        await tui.resumed()
+        tg.cancel_scope.cancel()
+    assert tui.pty.writes == [b"hello", CLEAR_BOX] * 3  # never submitted
+    assert notices.texts == [
+        "The message m-1 was not typed into Claude's TUI: Claude's TUI kept taking it as a paste "
+        "(a `[Pasted text]` placeholder), so it was not sent."
+    ]
+    ref.get().deliver([user("hello", uuid="u-1")])  # the user typing the same text is not it
+    assert [p.message_id for p in ref.get().pending_prompts()] == ["m-1"]

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import termios
 import threading
+import tty
 from pathlib import Path
 
 import anyio
@@ -27,6 +28,7 @@ import pytest
 
 from happy_launcher.local.exits import ChildExit
 from happy_launcher.local.passthrough import run_passthrough
+from happy_launcher.local.pty_pump import ChildProcess, Inbox
 from happy_launcher.local.pty_session import PtySession
 from happy_launcher.terminal.guard import ModeTracker, terminal_size
 from tests.support.happy_tui import wait_pid_gone
@@ -416,3 +418,54 @@ def test_terminal_size_falls_back_to_environment(monkeypatch: pytest.MonkeyPatch
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_input_queued_counts_what_the_program_has_not_read_yet() -> None:
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    child = ChildProcess(os.getpid(), master)  # only its master fd is used here
+    try:
+        os.write(master, b"x" * 50)
+        # The kernel moves a master's write to the terminal's queue on its own time: wait for it.
+        assert select.select([slave], [], [], TIMEOUT)[0] == [slave]
+        assert child.input_queued() == 50
+        os.read(slave, 20)
+        assert child.input_queued() == 30
+        os.read(slave, 30)
+        assert child.input_queued() == 0
+    finally:
+        child.close()
+        os.close(slave)
+    assert child.input_queued() == 0  # closed: nothing to count, no error
+
+
+def test_the_inbox_counts_what_the_pump_has_not_written() -> None:
+    inbox = Inbox()
+    inbox.put(b"abc")
+    inbox.put(b"de")
+    assert inbox.unwritten == 5
+    inbox.written(4)
+    assert inbox.unwritten == 1
+    inbox.written(3)  # the user's keys went too: never below nothing
+    assert inbox.unwritten == 0
+
+
+def test_input_unread_is_nothing_once_the_child_has_read_it() -> None:
+    collector = Collector()
+    session, fds = devnull_session(["read", "3"], collector)
+
+    async def scenario() -> int:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.run)
+            await collector.wait_for(b"READY")
+            session.write_input(b"abc")
+            await collector.wait_for(b"GOT 616263")
+            unread = session.input_unread()
+            await session.stop()
+        return unread
+
+    try:
+        assert anyio.run(scenario) == 0
+    finally:
+        for fd in fds:
+            os.close(fd)
