@@ -130,6 +130,9 @@ def test_the_phone_is_told_once_per_event_and_never_while_the_user_is_at_the_ter
         allow(t, app, happy_id)
         log = home / LOG_FILE
         t.wait(lambda: log.read_text().count(": suppressed") == 2, BOUND, "the server's answers: suppressed")
+        # The server shows each push-event to the app before it answers, but the app hears it on
+        # its own socket, in its own time: both of this turn's, before it is counted from.
+        t.wait(lambda: len(app.session_events) == 2, BOUND, "the app's session-events of that turn")
         assert "push permission" in log.read_text()
         app.app_state("background")
         heard = len(app.session_events)
