@@ -34,6 +34,7 @@ from happy_launcher.local.tui_input import (
     CHUNK_GAP,
     CLEAR_BOX,
     ENTER,
+    PASTE_MARK,
     STASH,
     box_text,
     dialog_open,
@@ -162,7 +163,8 @@ class Injector:
                 await self._read_by_claude(pty)
             # Once Claude drew its last read, a placeholder from any of them shows.
             await self._until(pty, partial(self._drawn_since, drawn), self._waits.box)
-            if not pasted(self._lines(pty)):
+            # A message holding the placeholder's own text cannot be told from one: taken as typed.
+            if PASTE_MARK in text or not pasted(self._lines(pty)):
                 return None
             pty.write_input(CLEAR_BOX)
             if not await self._until(pty, lambda lines: box_text(lines) == "", self._waits.box):

@@ -77,9 +77,16 @@ def _ends(writes: list[bytes], tail: Sequence[bytes]) -> bool:
 
 
 class Notices:
-    def __init__(self) -> None:
+    """The service lines a session commits (a failed injection's report among them)."""
+
+    def __init__(self, ref: Run) -> None:
         self.texts: list[str] = []
         self.came = anyio.Event()
+        ref.get().subscribe(self)
+
+    async def first(self) -> None:
+        with anyio.fail_after(BOUND):
+            await self.came.wait()
 
     def committed(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
         self.texts += [e.ev.text for e in envelopes if isinstance(e.ev, ServiceEv)]
@@ -177,13 +184,11 @@ async def test_a_long_message_goes_in_chunks_then_enter_with_newlines_as_ctrl_j(
 async def test_without_confirmation_it_is_reported_and_stays_undelivered(ref: Run) -> None:
     tui = Tui(IDLE)
     injector = Injector(ref, tui.screen, waits=replace(FAST, confirm=0.01))
-    notices = Notices()
-    ref.get().subscribe(notices)
+    notices = Notices(ref)
     async with anyio.create_task_group() as tg:
         tg.start_soon(injector.run, tui.pty)
         await inject(ref, injector, "hello")
-        with anyio.fail_after(BOUND):
-            await notices.came.wait()
+        await notices.first()
         injector.add(ref.get().pending_prompts()[0])  # not typed again in this run
         await inject(ref, injector, "next", "m-2")
         await tui.until([b"next", ENTER])
@@ -201,8 +206,7 @@ async def test_without_confirmation_it_is_reported_and_stays_undelivered(ref: Ru
 async def test_a_permission_mode_or_a_model_is_said_to_stay_the_tuis_and_the_message_typed(ref: Run) -> None:
     tui = Tui(IDLE)
     injector = Injector(ref, tui.screen, waits=FAST)
-    notices = Notices()
-    ref.get().subscribe(notices)
+    notices = Notices(ref)
     async with anyio.create_task_group() as tg:
         tg.start_soon(injector.run, tui.pty)
         await inject(ref, injector, "plan it", meta=MessageMeta("plan", "claude-opus-4-1"))
@@ -283,16 +287,28 @@ async def test_a_paste_placeholder_is_emptied_and_the_message_typed_again(ref: R
     assert ref.get().pending_prompts() == []
 
 
+async def test_a_message_holding_the_placeholder_s_text_is_typed_once(ref: Run) -> None:
+    text = "what does [Pasted text #1] mean?"
+    tui = Tui(IDLE, lambda data: [*IDLE[:2], f"❯ {text}", *IDLE[3:]] if data == text.encode() else None)
+    injector = Injector(ref, tui.screen, waits=FAST)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(injector.run, tui.pty)
+        await inject(ref, injector, text)
+        await tui.until([ENTER])
+        confirm(ref, injector, text)
+        await tui.resumed()
+        tg.cancel_scope.cancel()
+    assert tui.pty.writes == [text.encode(), ENTER]  # not emptied and typed again for its text
+
+
 async def test_a_message_always_taken_as_a_paste_is_reported_and_stays_undelivered(ref: Run) -> None:
     tui = Tui(IDLE, pasting(1000))
     injector = Injector(ref, tui.screen, waits=FAST)
-    notices = Notices()
-    ref.get().subscribe(notices)
+    notices = Notices(ref)
     async with anyio.create_task_group() as tg:
         tg.start_soon(injector.run, tui.pty)
         await inject(ref, injector, "hello")
-        with anyio.fail_after(BOUND):
-            await notices.came.wait()
+        await notices.first()
         await tui.resumed()
         tg.cancel_scope.cancel()
     assert tui.pty.writes == [b"hello", CLEAR_BOX] * 3  # never submitted
