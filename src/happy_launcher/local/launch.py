@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from happy_launcher.claude.args import ClaudeArgs, SessionIntent, is_uuid, new_uuid4
 from happy_launcher.claude.cli_flags import looks_like_option
 from happy_launcher.claude.paths import transcript_path
-from happy_launcher.session.launcher import ClaudeStart
+
+if TYPE_CHECKING:
+    from happy_launcher.session.launcher import ClaudeStart
 
 
 class Launch(NamedTuple):
@@ -107,6 +109,9 @@ def claude_argv(
 
 def claude_start(launch: Launch, env: Mapping[str, str], cwd: Path) -> ClaudeStart | None:
     """What `launch` runs on, when known before the spawn (None: Claude picks, and says which)."""
+    # Imported here: a headless run spawns Claude before the session's modules load (logging, dataclasses).
+    from happy_launcher.session.launcher import ClaudeStart
+
     expected = launch.expected_session_id
     if expected is None:
         return None

@@ -21,7 +21,6 @@ from happy_launcher.local.hooks import HookChannel
 from happy_launcher.local.launch import Launch, claude_argv, claude_start, launch_plan, relaunch
 from happy_launcher.local.pty_start import StartedPty, start_pty
 from happy_launcher.session.config import RunConfig
-from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from happy_launcher.local.exits import ChildExit
     from happy_launcher.local.pty_session import PtySession
     from happy_launcher.local.tracking import TrackerFactory, Tracking
+    from happy_launcher.session.launcher import ClaudeStart, LauncherExit, Run
     from happy_launcher.terminal.guard import SignalReceiver
 
 
@@ -165,6 +165,7 @@ class LocalLauncher:
 def _switched(session: Run) -> LauncherExit:
     """Stopped for a switch: a turn Claude did not close (no interrupt record) ends `cancelled`."""
     from happy_launcher.local.front import turn_open
+    from happy_launcher.session.launcher import LauncherExit  # loaded after the spawn
 
     if turn_open(session):
         session.get().close_turn("cancelled")
@@ -172,6 +173,8 @@ def _switched(session: Run) -> LauncherExit:
 
 
 def _exit(child: ChildExit) -> LauncherExit:
+    from happy_launcher.session.launcher import LauncherExit  # loaded after the spawn
+
     return LauncherExit("exited", code=child.code, stopped_by_us=child.stopped_by_us)
 
 

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING
 
 from happy_launcher.errors import UsageError
 from happy_launcher.session.config import RunConfig
-from happy_launcher.session.launcher import FirstLauncher, LauncherExit, Run
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from happy_launcher.session.launcher import FirstLauncher, LauncherExit
     from happy_launcher.session.ports import ShownMode
 
-# After an attached run: (its Claude session id, how it ended, the ending signal) -> the exit code.
-Attached = Callable[[str | None, LauncherExit, int | None], Awaitable[int]]
+    # After an attached run: (its Claude session id, how it ended, the ending signal) -> the exit code.
+    Attached: TypeAlias = Callable[[str | None, LauncherExit, int | None], Awaitable[int]]
 
 
 def run_claude(
@@ -85,6 +87,7 @@ async def run_started(
         claude_id = None if (start := launcher.claude_start) is None else start.session_id
     else:
         from happy_launcher.runner.modes import run_controlled
+        from happy_launcher.session.launcher import Run
 
         run = Run(
             cfg.home,

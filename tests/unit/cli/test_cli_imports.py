@@ -61,3 +61,30 @@ def test_sessions_lists_what_the_store_describes_without_event_loop_nor_control_
     loaded = loaded_after("from happy_launcher.cli.app import run_app\nrun_app(['sessions'])", tmp_path)
     assert "happy_launcher.control.views" in loaded
     assert not {"asyncio", "anyio", "pydantic", "happy_launcher.control.client"} & loaded
+
+
+def test_a_headless_run_spawns_claude_before_the_session_s_modules_load(tmp_path: Path) -> None:
+    """What loads before the spawn delays Claude (`happy claude -p` against `claude -p`, issue 20):
+    the mirror, the event loop, logging and dataclasses load while Claude boots."""
+    probe = (
+        "import json, os, sys\n"
+        "import happy_launcher.local.headless as headless\n"
+        "def spawned(argv, env, mask):\n"
+        "    sys.stderr.write(json.dumps(sorted(sys.modules)))\n"
+        "    os._exit(0)\n"
+        "headless.spawn_direct = spawned\n"
+        "from happy_launcher.cli.main import main\n"
+        "sys.argv = ['happy', 'claude', '-p', 'hello']\n"
+        "main()\n"
+    )
+    env = {**os.environ, "HAPPY_HOME_DIR": str(tmp_path), "HAPPY_CLAUDE_PATH": "/bin/true"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "happy_launcher.local.launch" in loaded  # it did plan Claude's launch: the probe is sound
+    assert not {"logging", "dataclasses", "asyncio", "anyio", "sqlite3", "orjson"} & loaded
+    assert not {
+        m for m in loaded if m.startswith(("happy_launcher.session.launcher", "happy_launcher.store."))
+    }
