@@ -1,6 +1,6 @@
 """The CLI's start-up: listing the verbs loads none of their subsystems (each verb imports what it
-runs when it runs), and `happy watch --json` of an ended session reads the store alone. Read in a
-fresh interpreter."""
+runs when it runs), `happy watch --json` of an ended session reads the store alone, and `happy
+claude` spawns Claude before the session's modules load. Read in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pexpect
 
 from happy_launcher.home.procs import this_process
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
@@ -84,6 +86,31 @@ def test_a_headless_run_spawns_claude_before_the_session_s_modules_load(tmp_path
     assert done.returncode == 0, done.stderr
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
     assert "happy_launcher.local.launch" in loaded  # it did plan Claude's launch: the probe is sound
+    assert not {"logging", "dataclasses", "asyncio", "anyio", "sqlite3", "orjson"} & loaded
+    assert not {
+        m for m in loaded if m.startswith(("happy_launcher.session.launcher", "happy_launcher.store."))
+    }
+
+
+def test_the_tui_s_run_spawns_claude_before_the_session_s_modules_load(tmp_path: Path) -> None:
+    """The same for `happy claude` in a terminal: its PTY is started before they load."""
+    probe = (
+        "import json, os, sys\n"
+        "import happy_launcher.local.launcher as launcher\n"
+        "def started(argv, **options):\n"
+        "    print('LOADED', json.dumps(sorted(sys.modules)), flush=True)\n"
+        "    os._exit(0)\n"
+        "launcher.start_pty = started\n"
+        "from happy_launcher.cli.main import main\n"
+        "sys.argv = ['happy', 'claude']\n"
+        "main()\n"
+    )
+    env = {**os.environ, "HAPPY_HOME_DIR": str(tmp_path), "HAPPY_CLAUDE_PATH": "/bin/true", "TERM": "xterm"}
+    terminal = pexpect.spawn(sys.executable, ["-c", probe], env=env, cwd=str(tmp_path), timeout=30)
+    terminal.expect(rb"LOADED (\[.*\])\r\n")
+    loaded = set(json.loads(terminal.match.group(1)))
+    terminal.expect(pexpect.EOF)
+    assert "happy_launcher.local.pty_start" in loaded  # it did get to the spawn: the probe is sound
     assert not {"logging", "dataclasses", "asyncio", "anyio", "sqlite3", "orjson"} & loaded
     assert not {
         m for m in loaded if m.startswith(("happy_launcher.session.launcher", "happy_launcher.store."))
