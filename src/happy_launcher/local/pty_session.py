@@ -125,9 +125,11 @@ class PtySession:
 
     def input_unread(self) -> int:
         """Bytes of `write_input` the child has not read yet: still ours, or in its terminal's
-        input queue. (Right after a write the kernel may not have queued it yet: then 0.)"""
-        queued = self._child.input_queued() if self._child is not None else 0
-        return self._inbox.unwritten + queued
+        input queue (right after a write the kernel may not have queued it yet: then 0). 0 once
+        the child has exited, or before it runs: nothing is there to read it."""
+        if self._child is None or self._exited is None or self._exited.is_set():
+            return 0
+        return self._inbox.unwritten + self._child.input_queued()
 
     def resize(self, rows: int, cols: int) -> None:
         if self._child is None:

@@ -450,11 +450,11 @@ def test_the_inbox_counts_what_the_pump_has_not_written() -> None:
     assert inbox.unwritten == 0
 
 
-def test_input_unread_is_nothing_once_the_child_has_read_it() -> None:
+def test_input_unread_is_nothing_once_the_child_has_read_it_or_is_gone() -> None:
     collector = Collector()
     session, fds = devnull_session(["read", "3"], collector)
 
-    async def scenario() -> int:
+    async def scenario() -> tuple[int, int]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.run)
             await collector.wait_for(b"READY")
@@ -462,10 +462,11 @@ def test_input_unread_is_nothing_once_the_child_has_read_it() -> None:
             await collector.wait_for(b"GOT 616263")
             unread = session.input_unread()
             await session.stop()
-        return unread
+        session.write_input(b"late")  # no child to read it: nobody should wait for that
+        return unread, session.input_unread()
 
     try:
-        assert anyio.run(scenario) == 0
+        assert anyio.run(scenario) == (0, 0)
     finally:
         for fd in fds:
             os.close(fd)
