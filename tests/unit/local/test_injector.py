@@ -102,6 +102,18 @@ async def inject(
     injector.add(next(p for p in session.pending_prompts() if p.message_id == message_id))
 
 
+async def taken(ref: Run, tui: Tui, text: str) -> None:
+    """Inject `text` into `tui`, whose Claude takes it once Enter comes."""
+    injector = Injector(ref, tui.screen, waits=FAST)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(injector.run, tui.pty)
+        await inject(ref, injector, text)
+        await tui.until([ENTER])
+        confirm(ref, injector, text)
+        await tui.resumed()
+        tg.cancel_scope.cancel()
+
+
 def confirm(ref: Run, injector: Injector, text: str) -> None:
     """Claude took the prompt: its UserPromptSubmit hook fires, its record follows."""
     injector.prompt_submitted(text)
@@ -167,14 +179,7 @@ async def test_a_draft_is_stashed_first_and_given_back_before_the_user_types_on(
 async def test_a_long_message_goes_in_chunks_then_enter_with_newlines_as_ctrl_j(ref: Run) -> None:
     text = "a" * 120 + "\n" + "b" * 129  # 250 characters, stored as the control socket stores them
     tui = Tui(IDLE)
-    injector = Injector(ref, tui.screen, waits=FAST)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(injector.run, tui.pty)
-        await inject(ref, injector, text)
-        await tui.until([ENTER])
-        confirm(ref, injector, text)
-        await tui.resumed()
-        tg.cancel_scope.cancel()
+    await taken(ref, tui, text)
     chunks = tui.pty.writes[:-1]
     assert [len(c) for c in chunks] == [100, 100, 50] and tui.pty.writes[-1] == ENTER
     assert b"".join(chunks) == b"a" * 120 + b"\n" + b"b" * 129  # Ctrl-J: \r would submit
@@ -275,14 +280,7 @@ def pasting(times: int) -> Callable[[bytes], list[str] | None]:
 
 async def test_a_paste_placeholder_is_emptied_and_the_message_typed_again(ref: Run) -> None:
     tui = Tui(IDLE, pasting(1))
-    injector = Injector(ref, tui.screen, waits=FAST)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(injector.run, tui.pty)
-        await inject(ref, injector, "hello")
-        await tui.until([ENTER])
-        confirm(ref, injector, "hello")
-        await tui.resumed()
-        tg.cancel_scope.cancel()
+    await taken(ref, tui, "hello")
     assert tui.pty.writes == [b"hello", CLEAR_BOX, b"hello", ENTER]  # no Enter on the placeholder
     assert ref.get().pending_prompts() == []
 
@@ -290,14 +288,7 @@ async def test_a_paste_placeholder_is_emptied_and_the_message_typed_again(ref: R
 async def test_a_message_holding_the_placeholder_s_text_is_typed_once(ref: Run) -> None:
     text = "what does [Pasted text #1] mean?"
     tui = Tui(IDLE, lambda data: [*IDLE[:2], f"❯ {text}", *IDLE[3:]] if data == text.encode() else None)
-    injector = Injector(ref, tui.screen, waits=FAST)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(injector.run, tui.pty)
-        await inject(ref, injector, text)
-        await tui.until([ENTER])
-        confirm(ref, injector, text)
-        await tui.resumed()
-        tg.cancel_scope.cancel()
+    await taken(ref, tui, text)
     assert tui.pty.writes == [text.encode(), ENTER]  # not emptied and typed again for its text
 
 
