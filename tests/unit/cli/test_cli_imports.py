@@ -65,44 +65,24 @@ def test_sessions_lists_what_the_store_describes_without_event_loop_nor_control_
     assert not {"asyncio", "anyio", "pydantic", "happy_launcher.control.client"} & loaded
 
 
-def test_a_headless_run_spawns_claude_before_the_session_s_modules_load(tmp_path: Path) -> None:
-    """What loads before the spawn delays Claude (`happy claude -p` against `claude -p`, issue 20):
-    the mirror, the event loop, logging and dataclasses load while Claude boots."""
-    probe = (
-        "import json, os, sys\n"
-        "import happy_launcher.local.headless as headless\n"
-        "def spawned(argv, env, mask):\n"
-        "    sys.stderr.write(json.dumps(sorted(sys.modules)))\n"
-        "    os._exit(0)\n"
-        "headless.spawn_direct = spawned\n"
-        "from happy_launcher.cli.main import main\n"
-        "sys.argv = ['happy', 'claude', '-p', 'hello']\n"
-        "main()\n"
-    )
-    env = {**os.environ, "HAPPY_HOME_DIR": str(tmp_path), "HAPPY_CLAUDE_PATH": "/bin/true"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
-    assert "happy_launcher.local.launch" in loaded  # it did plan Claude's launch: the probe is sound
-    assert not {"logging", "dataclasses", "asyncio", "anyio", "sqlite3", "orjson"} & loaded
-    assert not {
-        m for m in loaded if m.startswith(("happy_launcher.session.launcher", "happy_launcher.store."))
-    }
+# What may load while Claude boots, not before its spawn: the mirror, the event loop, logging and
+# dataclasses (`happy claude -p` against `claude -p`, issue 20).
+WHILE_CLAUDE_BOOTS = {"logging", "dataclasses", "asyncio", "anyio", "sqlite3", "orjson"}
 
 
-def test_the_tui_s_run_spawns_claude_before_the_session_s_modules_load(tmp_path: Path) -> None:
-    """The same for `happy claude` in a terminal: its PTY is started before they load."""
+def loaded_at_spawn(tmp_path: Path, spawner: str, argv: list[str]) -> set[str]:
+    """The modules loaded when `happy <argv>`, run in a terminal, spawns Claude: `spawner`
+    ("module.function", what spawns it) is replaced by a report of them."""
+    module, function = spawner.rsplit(".", 1)
     probe = (
         "import json, os, sys\n"
-        "import happy_launcher.local.launcher as launcher\n"
-        "def started(argv, **options):\n"
+        f"import {module} as spawning\n"
+        "def spawn(*args, **kwargs):\n"
         "    print('LOADED', json.dumps(sorted(sys.modules)), flush=True)\n"
         "    os._exit(0)\n"
-        "launcher.start_pty = started\n"
+        f"spawning.{function} = spawn\n"
         "from happy_launcher.cli.main import main\n"
-        "sys.argv = ['happy', 'claude']\n"
+        f"sys.argv = {['happy', *argv]!r}\n"
         "main()\n"
     )
     env = {**os.environ, "HAPPY_HOME_DIR": str(tmp_path), "HAPPY_CLAUDE_PATH": "/bin/true", "TERM": "xterm"}
@@ -110,8 +90,24 @@ def test_the_tui_s_run_spawns_claude_before_the_session_s_modules_load(tmp_path:
     terminal.expect(rb"LOADED (\[.*\])\r\n")
     loaded = set(json.loads(terminal.match.group(1)))
     terminal.expect(pexpect.EOF)
+    return loaded
+
+
+def session_modules(loaded: set[str]) -> set[str]:
+    return {m for m in loaded if m.startswith(("happy_launcher.session.launcher", "happy_launcher.store."))}
+
+
+def test_a_headless_run_spawns_claude_before_the_session_s_modules_load(tmp_path: Path) -> None:
+    loaded = loaded_at_spawn(
+        tmp_path, "happy_launcher.local.headless.spawn_direct", ["claude", "-p", "hello"]
+    )
+    assert "happy_launcher.local.launch" in loaded  # it did plan Claude's launch: the probe is sound
+    assert not WHILE_CLAUDE_BOOTS & loaded
+    assert not session_modules(loaded)
+
+
+def test_the_tui_s_run_spawns_claude_before_the_session_s_modules_load(tmp_path: Path) -> None:
+    loaded = loaded_at_spawn(tmp_path, "happy_launcher.local.launcher.start_pty", ["claude"])
     assert "happy_launcher.local.pty_start" in loaded  # it did get to the spawn: the probe is sound
-    assert not {"logging", "dataclasses", "asyncio", "anyio", "sqlite3", "orjson"} & loaded
-    assert not {
-        m for m in loaded if m.startswith(("happy_launcher.session.launcher", "happy_launcher.store."))
-    }
+    assert not WHILE_CLAUDE_BOOTS & loaded
+    assert not session_modules(loaded)
