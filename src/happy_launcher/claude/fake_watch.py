@@ -14,6 +14,8 @@ class FakeWatcher:
     def __init__(self) -> None:
         self.watched: set[Path] = set()  # directories and files as asked, existing or not
         self.closed = False
+        self.hears = False  # what `hears_all` says
+        self.waits: list[float] = []  # each wait's `within`
         self._changed: set[str] | None = set()
         self._woken = anyio.Event()
         self._waiting = anyio.Event()
@@ -36,6 +38,7 @@ class FakeWatcher:
         self.watched |= directories | files
 
     async def wait(self, within: float) -> None:
+        self.waits.append(within)
         self._waiting.set()
         try:
             await self._woken.wait()
@@ -56,6 +59,9 @@ class FakeWatcher:
     def changes(self) -> set[str] | None:
         changed, self._changed = self._changed, set()
         return changed
+
+    def hears_all(self) -> bool:
+        return self.hears
 
     def unwatch(self) -> None:
         self.watched.clear()

@@ -20,10 +20,19 @@ from happy_launcher.claude.session_files import NOTHING_KNOWN, SessionFiles
 from happy_launcher.claude.watch import Watcher
 
 Deliver = Callable[[list[Record]], None]  # called in the event loop: never blocks
-# Even with inotify, re-read now and then: a missed event (watch limit, NFS) only delays records.
+# Re-read now and then: a path that could not be watched (watch limit, not there yet) only
+# delays records. Once every path is watched or would be heard arriving, only a fault could
+# hide a change: the re-read is a rare safety net, not a wake-up per second of every session.
 SAFETY_POLL = 1.0
+SAFETY_POLL_HEARD = 10.0
 # About 2-10 ms of mapping and storing: the loop is never blocked for long.
 BATCH_BYTES = 128 << 10
+
+
+def safety_poll(watcher: Watcher, interval: float = SAFETY_POLL) -> float:
+    """The longest wait before everything is read again: `interval`, or `SAFETY_POLL_HEARD`
+    if longer once the watcher hears every path."""
+    return max(interval, SAFETY_POLL_HEARD) if watcher.hears_all() else interval
 
 
 class TranscriptScanner:
@@ -117,8 +126,9 @@ class TranscriptScanner:
             deliver(batch)
         if self.files.behind:
             return None
+        poll = safety_poll(self._watcher, self._poll_interval)
         held = self.files.hold_wait()
-        return self._poll_interval if held is None else min(held, self._poll_interval)
+        return poll if held is None else min(held, poll)
 
     def _directories(self) -> frozenset[Path]:
         """Each session's dir and its subagents dir: changes in either can mean new records or

@@ -69,6 +69,11 @@ class Watcher(Protocol):
         None when that is not known (a wait that timed out or was woken, lost events, polling):
         then the caller reads everything."""
 
+    def hears_all(self) -> bool:
+        """Every path asked for is watched, or its arrival will be heard (a watched directory
+        it would appear in): no change can go unseen but by a fault, and the caller's periodic
+        re-read is a safety net only. False when polling, or a watch failed or is missing."""
+
     def unwatch(self) -> None:
         """No more waits for now: drop the watches (a later `watch` adds them again)."""
 
@@ -105,6 +110,9 @@ class PollingWatcher:
 
     def changes(self) -> set[str] | None:
         return None
+
+    def hears_all(self) -> bool:
+        return False
 
     def unwatch(self) -> None:
         pass
@@ -143,6 +151,7 @@ class InotifyWatcher:
         self._listener: Callable[[], None] | None = None  # asyncio: called instead of ending waits
         self._woken = False
         self._changed: set[str] | None = None  # see `changes`; nothing is known at first
+        self._all_heard: bool | None = None  # `hears_all`, until the watches change
 
     def watch(self, directories: Set[Path], files: Set[Path] = frozenset()) -> None:
         """Called before every read: cheap unless something changed. A path that does not
@@ -157,6 +166,7 @@ class InotifyWatcher:
             self._wanted = wanted
             self._wanted_files = frozenset(map(os.fspath, files))
             self._recheck = True
+            self._all_heard = None
         if not self._recheck:
             return
         self._recheck = False
@@ -167,6 +177,7 @@ class InotifyWatcher:
 
     def _add(self, path: Path, mask: int) -> None:
         wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), mask)
+        self._all_heard = None
         if wd >= 0:
             self._forget(wd)  # the same inode again (its mask replaced), or a new one
             self._watched[wd] = (path, mask)
@@ -189,6 +200,7 @@ class InotifyWatcher:
             )
 
     def _forget(self, wd: int) -> None:
+        self._all_heard = None
         self._watched.pop(wd, None)
         self._prefixes.pop(wd, None)
         self._files.pop(wd, None)
@@ -243,6 +255,22 @@ class InotifyWatcher:
     def changes(self) -> set[str] | None:
         changed, self._changed = self._changed, set()
         return changed
+
+    def hears_all(self) -> bool:
+        if self._all_heard is None:
+            watched = set(self._watched.values())
+            self._all_heard = not self._unwatchable and all(
+                self._hears(path, mask, watched) for path, mask in self._wanted.items()
+            )
+        return self._all_heard
+
+    def _hears(self, path: Path, mask: int, watched: set[tuple[Path, int]]) -> bool:
+        """Watched, or it would arrive in a directory whose own arrival is heard (`_note`
+        rechecks on a directory or wanted file arriving, and `watch` then adds it)."""
+        if (path, mask) in watched:
+            return True
+        parent = self._wanted.get(path.parent, 0) if path.parent != path else 0
+        return parent & _IN_ARRIVED == _IN_ARRIVED and self._hears(path.parent, parent, watched)
 
     def arm(self, within: float) -> None:
         """Make the wait end within `within` s. A timer already due by then is kept (no new
@@ -361,6 +389,7 @@ class InotifyWatcher:
         self._asked = (frozenset(), frozenset())
         self._wanted = {}
         self._wanted_files = frozenset()
+        self._all_heard = None
 
     def close(self) -> None:
         """Stop watching. The descriptor is closed by a thread: unless `unwatch` came a little

@@ -13,7 +13,7 @@ import anyio
 from happy_launcher.claude.existing import ExistingFiles
 from happy_launcher.claude.paths import transcript_path
 from happy_launcher.claude.records import Record
-from happy_launcher.claude.scanner import SAFETY_POLL, TranscriptScanner
+from happy_launcher.claude.scanner import SAFETY_POLL, TranscriptScanner, safety_poll
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.tail import LineTail
 from happy_launcher.claude.watch import Watcher, make_watcher
@@ -134,7 +134,7 @@ class LocalTracker:
             while True:
                 self._read_hooks()
                 watcher.watch({hooks.path.parent})
-                await watcher.wait(SAFETY_POLL)
+                await watcher.wait(safety_poll(watcher))
         finally:
             watcher.close()
 

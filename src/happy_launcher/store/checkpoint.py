@@ -3,17 +3,20 @@
 SQLite's automatic checkpoint runs inside a commit, once the WAL passes 1000 pages (every ~170
 envelope commits): three `fdatasync`s, 17-24 ms (over 100 ms on a busy disk) added to the
 envelope that happens to trigger it. The store raises that threshold to `WAL_BURST` (16 MB) on
-its writing connection and this thread checkpoints instead, on its own connection: PASSIVE,
-so it never waits for (or blocks) the writer, and sqlite3 releases the GIL meanwhile. It waits
-until the store has been idle for a moment: a checkpoint's `fdatasync`s still hold up the
-writer's next commit on the same disk (by 30-60 ms, measured while a 100 MB history streams),
-so they are kept out of bursts of commits, except once per `max_delay` while commits never
-pause. But a PASSIVE checkpoint beside a writer that never pauses never catches up, and the
-WAL only starts over once one has: the in-line one past `WAL_BURST`, run by the writer between
-two of its own commits, does (a replayed 780 MB transcript grew the WAL to 10 GB without it).
-Readers beside the burst can still keep those from completing; past `WAL_RESTART_AT` the
-writer waits for them (`restart_if_grown`). A commit is durable (against a crash of happy) as
-soon as it is in the WAL: checkpoints only keep the WAL from growing.
+its writing connection and this thread checkpoints instead, on its own connection: PASSIVE, so
+it never waits for (or blocks) the writer, and sqlite3 releases the GIL meanwhile. It sleeps
+until `CHECKPOINT_COMMITS` commits wait in the WAL: a session commits a few times a second, and
+a checkpoint after each idle second (its `fdatasync`s, the thread's wake-ups) cost ~0.1 ms of
+CPU per record. Then it waits until the store has been idle for a moment: a checkpoint's
+`fdatasync`s still hold up the writer's next commit on the same disk (by 30-60 ms, measured
+while a 100 MB history streams), so they are kept out of bursts of commits, except once per
+`max_delay` while commits never pause. But a PASSIVE checkpoint beside a writer that never
+pauses never catches up, and the WAL only starts over once one has: the in-line one past
+`WAL_BURST`, run by the writer between two of its own commits, does (a replayed 780 MB
+transcript grew the WAL to 10 GB without it). Readers beside the burst can still keep those
+from completing; past `WAL_RESTART_AT` the writer waits for them (`restart_if_grown`). A commit
+is durable (against a crash of happy) as soon as it is in the WAL: checkpoints only keep the
+WAL from growing.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-CHECKPOINT_IDLE = 1.0  # seconds without a commit before a checkpoint
+CHECKPOINT_COMMITS = 64  # commits (~1 MB of WAL at a session's pace) before a checkpoint is due
+CHECKPOINT_IDLE = 1.0  # ... then seconds without a commit before it runs
 CHECKPOINT_MAX_DELAY = 10.0  # ... or this long after the first commit not yet checkpointed
 WAL_SIZE_LIMIT = 64 << 20  # bytes: the most the WAL may hold (tests/unit/store/test_wal_bound.py)
 WAL_BURST = 16 << 20  # bytes of WAL past which a commit checkpoints in line (PASSIVE)
@@ -58,11 +62,13 @@ class Checkpointer:
         self,
         path: Path,
         *,
+        commits: int = CHECKPOINT_COMMITS,
         idle: float = CHECKPOINT_IDLE,
         max_delay: float = CHECKPOINT_MAX_DELAY,
         busy_timeout: float = 5.0,
     ) -> None:
         self._path = path
+        self._commits = commits
         self._idle = idle
         self._max_delay = max_delay
         self._busy_timeout = busy_timeout
@@ -71,14 +77,16 @@ class Checkpointer:
         self._done = threading.Condition()
         self.pokes = 0  # commits reported (from the store's thread only)
         self.covered = 0  # the pokes before the start of the last checkpoint that ran
+        self.runs = 0  # checkpoints run
         self._thread = threading.Thread(target=self._run, name="happy-checkpoint", daemon=True)
         self._thread.start()
 
     def poke(self) -> None:
-        """Something was committed: checkpoint once the store is idle."""
+        """Something was committed: once enough was, checkpoint when the store is idle."""
         self.pokes += 1
-        if not self._wanted.is_set():  # set: nothing to do, and no lock taken
-            self._wanted.set()
+        # `covered` is the thread's, read without its lock: a stale value only delays this.
+        if self.pokes - self.covered >= self._commits and not self._wanted.is_set():
+            self._wanted.set()  # set: nothing to do, and no lock taken
 
     def wait_covered(self, pokes: int, timeout: float) -> bool:
         """Block until a checkpoint has run that started after `pokes` pokes (tests)."""
@@ -109,6 +117,7 @@ class Checkpointer:
                     failed = True
                 with self._done:
                     self.covered = upto
+                    self.runs += 1
                     self._done.notify_all()
         finally:
             conn.close()

@@ -12,7 +12,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from happy_launcher.claude.fake_watch import FakeWatcher
 from happy_launcher.claude.records import Record
-from happy_launcher.claude.scanner import TranscriptScanner
+from happy_launcher.claude.scanner import SAFETY_POLL, SAFETY_POLL_HEARD, TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import InotifyWatcher, PollingWatcher, Watcher
 from tests.support.transcripts import assistant, subagent_paths, user, write_jsonl, write_subagent
@@ -149,3 +149,31 @@ async def test_a_delivery_that_fails_ends_the_run_with_its_error(tmp_path: Path,
     [error] = raised.value.exceptions
     assert isinstance(error, RuntimeError) and str(error) == "the store is gone"
     assert delivered[-1] == "boom"
+
+
+async def test_the_safety_re_read_is_rare_once_the_watcher_hears_every_path(tmp_path: Path) -> None:
+    """Every session re-reading its files each second cost a fifth of a record's CPU; that is
+    kept for a watcher that may miss a change (a watch failed, a directory not there yet)."""
+    main = tmp_path / "proj" / "s1.jsonl"
+    write_jsonl(main, [user("u0", "hi")])
+    watcher = FakeWatcher()
+    scanner = TranscriptScanner(SessionFiles(), watcher, poll_interval=SAFETY_POLL)
+    scanner.add_main(main)
+
+    async def next_wait() -> float:
+        count = len(watcher.waits)
+        watcher.change(main)
+        while len(watcher.waits) == count:  # the scanner reads, then waits again
+            await anyio.lowlevel.checkpoint()
+        return watcher.waits[-1]
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(scanner.run, lambda batch: None)
+        with anyio.fail_after(5):
+            assert await next_wait() == SAFETY_POLL
+            watcher.hears = True
+            assert await next_wait() == SAFETY_POLL_HEARD
+            watcher.hears = False
+            assert await next_wait() == SAFETY_POLL
+        tg.cancel_scope.cancel()
+    assert SAFETY_POLL_HEARD >= 10 * SAFETY_POLL

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from happy_launcher.claude.watch import InotifyWatcher
+from happy_launcher.claude.watch import InotifyWatcher, PollingWatcher
 
 
 def test_a_failed_watch_is_logged_once_and_a_vanished_directory_not_at_all(
@@ -203,3 +203,38 @@ async def test_a_watched_file_is_followed_when_it_appears_late_or_is_replaced(tm
         assert watcher.changes() == {str(mine)}  # the new file's writes are seen
     finally:
         watcher.close()
+
+
+def test_it_hears_all_once_each_path_is_watched_or_would_be_heard_arriving(tmp_path: Path) -> None:
+    """The scanner's safety re-read is rare only while no change can go unheard."""
+    project = tmp_path / "project"
+    main, session = project / "s1.jsonl", project / "s1"
+    subagents = session / "subagents"
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch({session, subagents}, {main})
+        assert not watcher.hears_all()  # the project directory is not there: nothing would tell
+        project.mkdir()
+        watcher.wake()  # as the re-read does: look again for what was not there
+        watcher.watch({session, subagents}, {main})
+        # The file and the session directory would arrive in the watched project directory,
+        # and the subagents directory in the session directory once that is watched.
+        assert watcher.hears_all()
+        main.write_bytes(b"")
+        session.mkdir()
+        watcher.watch(set(), set())  # asked for nothing: nothing to miss
+        assert watcher.hears_all()
+        watcher.watch({subagents}, {main})  # its parent is not asked for: its arrival goes unheard
+        assert not watcher.hears_all()
+        subagents.mkdir()
+        watcher.wake()
+        watcher.watch({subagents}, {main})
+        assert watcher.hears_all()
+        loop = tmp_path / "loop"
+        loop.symlink_to(tmp_path / "back")
+        (tmp_path / "back").symlink_to(loop)
+        watcher.watch({subagents, loop}, {main})  # a watch that fails: only the re-read sees there
+        assert not watcher.hears_all()
+    finally:
+        watcher.close()
+    assert not PollingWatcher().hears_all()

@@ -31,6 +31,7 @@ from happy_launcher.protocol import (
     TurnEndEv,
     TurnStartEv,
 )
+from happy_launcher.store.checkpoint import CHECKPOINT_COMMITS
 from happy_launcher.store.schema import SCHEMA_VERSION
 from happy_launcher.store.sessions import DB_NAME, SessionStore
 
@@ -362,14 +363,20 @@ def test_commits_never_checkpoint_in_line(tmp_path: Path, factory: EnvelopeFacto
     store.close()
 
 
-def test_the_background_checkpointer_empties_the_wal(tmp_path: Path, factory: EnvelopeFactory) -> None:
+def test_the_background_checkpointer_empties_the_wal_once_enough_was_committed(
+    tmp_path: Path, factory: EnvelopeFactory
+) -> None:
+    """Not after every idle moment: a checkpoint costs a few records' worth of CPU, and a live
+    session commits a few times a second."""
     store = SessionStore.open(tmp_path / "home", checkpoint_idle=0)
     store.create_session("s1", cwd="/w", started_at=1)
-    for batch in big_batches(factory, 300):
-        store.append_envelopes("s1", batch)
     checkpointer = store.checkpointer
     assert checkpointer is not None
-    assert checkpointer.wait_covered(checkpointer.pokes, timeout=10)  # one after the last commit
+    for batch in big_batches(factory, CHECKPOINT_COMMITS - checkpointer.pokes):
+        store.append_envelopes("s1", batch)
+    assert checkpointer.pokes == CHECKPOINT_COMMITS
+    assert checkpointer.wait_covered(CHECKPOINT_COMMITS, timeout=10)  # one after the last commit
+    assert checkpointer.runs == 1  # and none before it: the commits before were too few
     log, done = wal_frames(store)
     assert log == done
     store.close()
