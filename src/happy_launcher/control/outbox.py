@@ -20,6 +20,8 @@ from happy_launcher.control.framing import encode
 from happy_launcher.control.link import DROP_GRACE, OUTBOX_LIMIT
 from happy_launcher.control.wire import Dropped
 
+_NEWLINE = ord("\n")
+
 
 class Sender(Protocol):
     async def send(self, data: bytes) -> None: ...
@@ -39,6 +41,10 @@ class Outbox:
         self._space = anyio.Event()
         self._closed = False
         self._sender: Sender | None = None  # while idle (nothing queued, nothing being sent)
+        # The first queued item is the end of a line the socket took only part of: it is sent
+        # even if the client is dropped, or the client would read the `dropped` line glued to
+        # half an envelope, miss it, and take the closed connection for the session's end.
+        self._cut = False
         self.dropped: str | None = None  # why, once dropped
         self._scope = anyio.CancelScope()
 
@@ -58,10 +64,20 @@ class Outbox:
             sent = self._sender.send_now(line)
             if sent == len(line):
                 return
+            if sent and line[sent - 1] != _NEWLINE:
+                end = line.find(b"\n", sent) + 1 or len(line)
+                self._queue(line[sent:end])  # over the limit or not: its start is sent
+                self._cut = True
+                sent = end
             line = line[sent:]
+            if not line:
+                return
         if self._size + len(line) > self.limit:
             self.drop(f"more than {self.limit} bytes were waiting for this client")
             return
+        self._queue(line)
+
+    def _queue(self, line: bytes) -> None:
         self._lines.append(line)
         self._size += len(line)
         self._wake.set()
@@ -78,8 +94,11 @@ class Outbox:
         if self.dropped is not None:
             return
         self.dropped = why
+        cut = self._lines[0] if self._cut else b""
         self._lines.clear()
         self._size = 0
+        if cut:
+            self._queue(cut)
         self._scope.deadline = anyio.current_time() + self._grace
         self._wake.set()
         self._space.set()
@@ -107,6 +126,7 @@ class Outbox:
                 batch = b"".join(self._lines)
                 self._lines.clear()
                 self._size = 0
+                self._cut = False
                 self._space.set()
                 await stream.send(batch)
             if self.dropped is not None:

@@ -101,3 +101,18 @@ async def test_a_dropped_client_gets_nothing_more_sent_now() -> None:
         outbox.put(b"late\n")
     assert b"late" not in sock.received
     assert b'"dropped"' in sock.received
+
+
+async def test_a_line_the_socket_took_part_of_is_ended_before_the_dropped_line() -> None:
+    """A batch of lines over what the socket and the outbox take: the client is dropped, but
+    first gets the end of the line it has half of, so that it reads the `dropped` line whole
+    (glued to half an envelope it was missed, and the follower took the close for the end)."""
+    outbox, sock = Outbox(limit=10), FakeSocket(room=7)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(outbox.run, sock)
+        await anyio.lowlevel.checkpoint()
+        outbox.put(b"one\ntwo-long\nthree-long\n")  # "one\ntwo" now; the rest overflows
+        assert outbox.dropped is not None
+    lines = sock.received.split(b"\n")
+    assert lines[:2] == [b"one", b"two-long"]
+    assert b'"dropped"' in lines[2] and lines[3:] == [b""]
