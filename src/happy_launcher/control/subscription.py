@@ -67,10 +67,14 @@ class Subscription:
         if not self._live:
             self._hold(seqs, envelopes)
             return
-        for seq, envelope in zip(seqs, envelopes, strict=True):
-            if seq > self._last:
-                self._outbox.put(envelope_line(seq, envelope.to_json()))
-                self._last = seq
+        lines = [
+            envelope_line(seq, e.to_json())
+            for seq, e in zip(seqs, envelopes, strict=True)
+            if seq > self._last
+        ]
+        if lines:  # one send for the batch: each costs a system call and a wake-up of the client
+            self._outbox.put(b"".join(lines))
+            self._last = seqs[-1]
 
     def _hold(self, seqs: Sequence[int], envelopes: Sequence[Envelope]) -> None:
         for seq, envelope in zip(seqs, envelopes, strict=True):
