@@ -1,13 +1,13 @@
 """What the control server has to send one client, and the task that sends it.
 
 The session's callbacks (commits, permission events) run on the event loop and must never wait
-for a client: they only `put` a line here. A line put while nothing is queued or being sent goes
-to the socket at once, as far as it takes it without waiting (a commit with 10 clients woke 10
-writer tasks, ~50 µs of CPU each); the rest is the writer task's. The queue is bounded in
-bytes; a client that lets it overflow is dropped: what is queued for it is discarded, it gets a
-`dropped` line, and the connection closes (at the latest `grace` seconds later, if it does not
-even read that). The store has everything, so the client loses nothing by subscribing again
-from its last seq."""
+for a client: they only `put` a line here. A line put while nothing is queued or being sent
+goes to the socket at once, as far as it takes it without waiting (a commit with 10 clients
+woke 10 writer tasks, ~50 µs of CPU each); the rest is the writer task's. The queue is bounded
+in bytes; a client that lets it overflow is dropped: what is queued for it is discarded (but
+the end of a line the socket took the start of), it gets a `dropped` line, and the connection
+closes (at the latest `grace` seconds later, if it does not even read that). The store has
+everything, so the client loses nothing by subscribing again from its last seq."""
 
 from __future__ import annotations
 
