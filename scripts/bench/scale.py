@@ -7,7 +7,9 @@ renamed per session) to each session's transcript at `--rate` records/s.
 Layouts: `separate` (each session in its own project directory) or `shared` (all in one).
 Phases: `random` (each session at its own fixed phase of the period) or `step` (every session
 appends within the same `--window` ms of each period: the worst case for the store's lock).
-`--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
+`--batch K`: K records per write, as Claude flushes several at once (`claude -p`: the first
+flush holds a dozen records); the default, one per write, is the worst case, a wake-up per
+record. `--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
 lock-free bound of a database per session, for comparison.
 
 Beside them, as the issue's users have them: `--watchers` `happy watch` clients (default 10,
@@ -83,6 +85,7 @@ class Options:
     watchers: int
     page: bool
     profile: Path | None
+    batch: int  # records per write
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +202,8 @@ def run(cfg: Config, opts: Options, golden: list[bytes]) -> Result:
         procs, gates = _start_mirrors(plans, count, opts, start, root)
         writes = [(t, session_lines(golden, i, count)) for i, (_, t) in enumerate(plans)]
         writer = _CTX.Process(
-            target=fake_claude, args=(writes, opts.rate, cfg.phases, opts.window, start, root / "stamps.json")
+            target=fake_claude,
+            args=(writes, opts.rate, cfg.phases, opts.window, start, root / "stamps.json", opts.batch),
         )
         writer.start()
         sessions = [(home, (root / f"mirror{i}.id").read_text()) for i, (home, _) in enumerate(plans)]
@@ -280,6 +284,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="length of each configuration's run")
     parser.add_argument("--rate", type=float, default=5, help="records per second per session")
     parser.add_argument("--window", type=float, default=55, help="ms within which `step` sessions append")
+    parser.add_argument(
+        "--batch", type=int, default=1, help="records per write (Claude flushes several; 1: the worst case)"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="repeat the whole matrix (rows alternate)")
     parser.add_argument(
         "--profile", type=Path, help="write a cProfile of the first mirror here (the last run's; pstats)"
@@ -292,7 +299,9 @@ def main() -> None:
         help="the web page on the first session",
     )
     args = parser.parse_args()
-    opts = Options(args.seconds, args.rate, args.window / 1e3, args.watchers, args.page, args.profile)
+    opts = Options(
+        args.seconds, args.rate, args.window / 1e3, args.watchers, args.page, args.profile, args.batch
+    )
     golden = golden_lines()
     configs = [
         Config(int(n), layout, phases, store)
@@ -302,7 +311,8 @@ def main() -> None:
         for store in args.store.split(",")
     ]
     print(
-        f"{args.rate:g} records/s per session, {args.seconds:g} s per run, step window {args.window:g} ms; "
+        f"{args.rate:g} records/s per session, {args.batch} per write, {args.seconds:g} s per run, "
+        f"step window {args.window:g} ms; "
         f"{args.watchers} watch clients, {'a page open' if args.page else 'no page'}"
     )
     print(

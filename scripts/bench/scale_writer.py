@@ -47,27 +47,31 @@ def fake_claude(
     window: float,
     start: Event,
     out: Path,
+    batch: int = 1,
 ) -> None:
-    """Append every session's lines on schedule; the time each append landed, by uuid."""
-    period = 1 / rate
+    """Append every session's lines on schedule, `batch` lines per write (Claude flushes
+    several records at once; one per write is the worst case), `rate` lines a second; the
+    time each append landed, by uuid."""
+    period = batch / rate
     rng = random.Random(20)
     files = [path.open("ab", buffering=0) for path, _ in plans]
     fixed = [rng.uniform(0, period) for _ in plans]
     events = []
     for i, (_, lines) in enumerate(plans):
-        for k, (uuid, line) in enumerate(lines):
+        for k in range(0, len(lines), batch):
             offset = fixed[i] if phases == "random" else rng.uniform(0, window)
-            events.append((k * period + offset, i, uuid, line))
+            events.append((k // batch * period + offset, i, lines[k : k + batch]))
     events.sort(key=lambda e: e[0])
     stamps: dict[str, int] = {}
     start.wait()
     t0 = time.monotonic() + _SETTLE
-    for at, i, uuid, line in events:
+    for at, i, group in events:
         delay = t0 + at - time.monotonic()
         if delay > 0:
             time.sleep(delay)  # the writer's pace, not synchronisation
-        files[i].write(line + b"\n")
-        stamps[uuid] = time.time_ns()
+        files[i].write(b"".join(line + b"\n" for _, line in group))
+        landed = time.time_ns()
+        stamps.update((uuid, landed) for uuid, _ in group)
     for f in files:
         f.close()
     out.write_bytes(orjson.dumps(stamps))
