@@ -355,7 +355,13 @@ class InotifyWatcher:
         prefix = self._prefixes.get(wd)
         if path is None and prefix is not None and name:
             path = os.fsdecode(prefix + name)
-        if mask & _IN_IGNORED:  # forget it, so `watch` adds the path again if it returns
+        if mask & _IN_Q_OVERFLOW:
+            # Lost events may have held an arrival (a directory, a file renamed over ours):
+            # look again for everything, every file watched anew, not at the next safety re-read.
+            self._recheck = True
+            for wanted in self._wanted_files:
+                self._drop_file(wanted)
+        elif mask & _IN_IGNORED:  # forget it, so `watch` adds the path again if it returns
             self._forget(wd)
             self._recheck = True
         elif mask & _IN_ARRIVED and (mask & _IN_ISDIR or path in self._wanted_files):

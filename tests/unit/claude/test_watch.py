@@ -238,3 +238,47 @@ def test_it_hears_all_once_each_path_is_watched_or_would_be_heard_arriving(tmp_p
     finally:
         watcher.close()
     assert not PollingWatcher().hears_all()
+
+
+def queue_limit() -> int:
+    """The events an inotify instance queues before it drops them (and says so)."""
+    return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+
+
+@pytest.mark.anyio
+async def test_arrivals_lost_in_an_overflow_are_watched_at_once(tmp_path: Path) -> None:
+    """The safety re-read is 10 s apart once all is heard: lost events must not wait for it."""
+    main, session = tmp_path / "s1.jsonl", tmp_path / "s1"
+    subagents = session / "subagents"
+    session.mkdir()
+    main.write_bytes(b"")
+    dirs = {session, subagents}
+    watcher = InotifyWatcher()
+    try:
+        watcher.watch(dirs, {main})
+        watcher.changes()
+        limit = queue_limit()
+        files = [main.open("ab", buffering=0), (session / "x").open("ab", buffering=0)]
+        for i in range(limit + 1):  # alternating: consecutive events of one file would merge
+            files[i % 2].write(b"x")
+        for f in files:
+            f.close()
+        subagents.mkdir()  # the queue is full: these arrivals are lost
+        (tmp_path / "new").write_bytes(b"")
+        (tmp_path / "new").replace(main)
+        with anyio.fail_after(5):
+            await watcher.wait(30)
+        assert watcher.changes() is None  # events were lost: read everything
+        watcher.watch(dirs, {main})  # as the scanner does before its read
+        assert watcher.changes() is None  # new watches: what came before them was not seen
+        (subagents / "agent-1.jsonl").write_bytes(b"{}\n")
+        with main.open("ab") as f:
+            f.write(b"{}\n")
+        changed: set[str] = set()
+        with anyio.fail_after(5):
+            while len(changed) < 2:  # heard, not found by a re-read
+                await watcher.wait(30)
+                changed |= watcher.changes() or set()
+        assert changed == {str(subagents / "agent-1.jsonl"), str(main)}
+    finally:
+        watcher.close()
