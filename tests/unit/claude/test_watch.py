@@ -261,8 +261,8 @@ async def test_arrivals_lost_in_an_overflow_are_watched_at_once(tmp_path: Path) 
         files = [main.open("ab", buffering=0), (session / "x").open("ab", buffering=0)]
         for i in range(limit + 1):  # alternating: consecutive events of one file would merge
             files[i % 2].write(b"x")
-        for f in files:
-            f.close()
+        for file in files:
+            file.close()
         subagents.mkdir()  # the queue is full: these arrivals are lost
         (tmp_path / "new").write_bytes(b"")
         (tmp_path / "new").replace(main)
