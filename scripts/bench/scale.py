@@ -7,9 +7,9 @@ renamed per session) to each session's transcript at `--rate` records/s.
 Layouts: `separate` (each session in its own project directory) or `shared` (all in one).
 Phases: `random` (each session at its own fixed phase of the period) or `step` (every session
 appends within the same `--window` ms of each period: the worst case for the store's lock).
-`--batch K`: K records per write, as Claude flushes several at once (`claude -p`: the first
-flush holds a dozen records); the default, one per write, is the worst case, a wake-up per
-record. `--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
+`--batch K`: K records per write, as Claude flushes several at once (its TUI: 3 on average, 1
+to 10); the default, one per write, is the worst case, a wake-up per record.
+`--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
 lock-free bound of a database per session, for comparison.
 
 Beside them, as the issue's users have them: `--watchers` `happy watch` clients (default 10,
