@@ -7,34 +7,7 @@ import anyio
 import pytest
 
 from happy_launcher.control.outbox import Outbox
-
-
-class FakeSocket:
-    """Takes at most `room` bytes at once (None: all); `send` waits until `release` is set."""
-
-    def __init__(self, room: int | None = None) -> None:
-        self.room = room
-        self.now: list[bytes] = []  # taken by send_now
-        self.later: list[bytes] = []  # taken by the writer's send
-        self.release = anyio.Event()
-        self.sending = anyio.Event()
-        self.release.set()
-
-    def send_now(self, data: bytes) -> int:
-        taken = data if self.room is None else data[: self.room]
-        if taken:
-            self.now.append(taken)
-        return len(taken)
-
-    async def send(self, data: bytes) -> None:
-        self.sending.set()
-        await self.release.wait()
-        self.later.append(data)
-
-    @property
-    def received(self) -> bytes:
-        return b"".join(self.now + self.later)
-
+from tests.support.control import FakeSocket
 
 pytestmark = pytest.mark.anyio
 

@@ -10,29 +10,14 @@ from happy_launcher.control.fake import FakeController
 from happy_launcher.control.framing import envelope_line
 from happy_launcher.control.outbox import Outbox
 from happy_launcher.control.subscription import Subscription
-from tests.support.control import Envelopes, facts
-
-
-class Socket:
-    """Takes every send at once."""
-
-    def __init__(self) -> None:
-        self.sends: list[bytes] = []
-
-    def send_now(self, data: bytes) -> int:
-        self.sends.append(data)
-        return len(data)
-
-    async def send(self, data: bytes) -> None:
-        self.sends.append(data)
-
+from tests.support.control import Envelopes, FakeSocket, facts
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_commit_of_several_envelopes_goes_to_the_client_in_one_send() -> None:
     """Each send is a system call and a wake-up of the client, for every client of the session."""
-    controller, envelopes, socket, outbox = FakeController(facts()), Envelopes(), Socket(), Outbox()
+    controller, envelopes, socket, outbox = FakeController(facts()), Envelopes(), FakeSocket(), Outbox()
     subscription = Subscription(controller, outbox, after_seq=None)
     subscription.start()
     first, second = envelopes.make(3), envelopes.make(1)
@@ -44,4 +29,4 @@ async def test_a_commit_of_several_envelopes_goes_to_the_client_in_one_send() ->
         outbox.close()
     subscription.stop()
     lines = [envelope_line(seq, e.to_json()) for seq, e in enumerate([*first, *second], start=1)]
-    assert socket.sends == [b"".join(lines[:3]), lines[3]]
+    assert socket.now == [b"".join(lines[:3]), lines[3]] and socket.later == []  # one send each
