@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds
-from happy_launcher.store.sessions import DB_NAME, SessionStore
+from happy_launcher.store.sessions import SessionStore
 from scripts.bench.web import history
 from tests.support.web import WebServer, chromium, paired_context
 
@@ -34,9 +34,11 @@ BATCH = 2000  # envelopes per commit while building
 def build(home: Path, count: int) -> int:
     """The store, in one burst of commits with a reader beside it; the WAL's largest size."""
     factory = EnvelopeFactory(SequentialIds("long"))
-    wal, largest, done = home / f"{DB_NAME}-wal", 0, threading.Event()
+    largest, done = 0, threading.Event()
     with SessionStore.open(home) as store:
         store.create_session(SESSION, cwd="/bench", started_at=1, status="completed")
+        data = store.data_file(SESSION)
+        wal = data.with_name(f"{data.name}-wal")
         store.create_session(SHORT, cwd="/bench", started_at=2, status="completed")
         store.append_envelopes(SHORT, history(factory, 1000))
 
@@ -108,7 +110,8 @@ def main() -> None:
         started = time.perf_counter()
         largest = build(home, args.envelopes)
         built = time.perf_counter() - started
-        db = (home / DB_NAME).stat().st_size
+        with SessionStore.open(home) as store:
+            db = store.data_file(SESSION).stat().st_size
         print(
             f"store: {args.envelopes} envelopes committed in {built:.1f} s ({BATCH} per commit, a reader "
             f"beside): database {db >> 20} MB, WAL at most {largest / 2**20:.1f} MB (target <= 64 MB)"

@@ -9,8 +9,9 @@ Phases: `random` (each session at its own fixed phase of the period) or `step` (
 appends within the same `--window` ms of each period: the worst case for the store's lock).
 `--batch K`: K records per write, as Claude flushes several at once (its TUI: 3 on average, 1
 to 10); the default, one per write, is the worst case, a wake-up per record.
-`--store per-session` gives each session its own HAPPY_HOME_DIR (its own sessions.db): the
-lock-free bound of a database per session, for comparison.
+`--store per-session` gives each session its own HAPPY_HOME_DIR: nothing shared at all. In one
+home (`shared`, the default) each session has its own database already and shares only the
+registry, which it writes a few times in its life: the two rows should match.
 
 Beside them, as the issue's users have them: `--watchers` `happy watch` clients (default 10,
 round-robin over the sessions) and the web page open on the first session (`--no-page`: none);
@@ -280,7 +281,9 @@ def main() -> None:
         "--layout", default="separate,shared", help="separate and/or shared project directories"
     )
     parser.add_argument("--phases", default="random,step", help="random and/or step")
-    parser.add_argument("--store", default="shared", help="shared and/or per-session (one sessions.db each)")
+    parser.add_argument(
+        "--store", default="shared", help="shared (one HAPPY_HOME_DIR) and/or per-session (one home each)"
+    )
     parser.add_argument("--seconds", type=float, default=20, help="length of each configuration's run")
     parser.add_argument("--rate", type=float, default=5, help="records per second per session")
     parser.add_argument("--window", type=float, default=55, help="ms within which `step` sessions append")

@@ -23,6 +23,7 @@ import pytest
 from happy_launcher.bridge.keys.credentials import read_machine_id
 from happy_launcher.control.sockets import live_sockets
 from happy_launcher.spawn.spawner import SpawnRequest, Started, spawner_for
+from happy_launcher.store.layout import DATA_DIR_NAME
 from happy_launcher.store.sessions import SessionStore
 from tests.support import happy_server as peer
 from tests.support.claude_env import ClaudeEnv
@@ -87,7 +88,7 @@ def test_the_app_starts_stops_and_resumes_a_session(
         script.on(Reply([Text("Done at last.")], delay=SLOW), prompt="take your time")
         agent("send", happy_id, "take your time")
         asked = lambda: "take your time" in json.dumps(_envelopes(home, before["id"])[-3:])  # noqa: E731
-        until(asked, BOUND, "the slow turn under way", changes=home)
+        until(asked, BOUND, "the slow turn under way", changes=home / DATA_DIR_NAME)
         [pid] = [p for p in live_sockets(home) if _alive(p)]
         agent("stop", happy_id)  # in the middle of a turn
         assert wait_pid_gone(pid, BOUND), "the resumed session did not end"
@@ -114,7 +115,7 @@ def _first_prompt(
 
     started = anyio.run(start)
     answered = lambda: "Echo: first words" in json.dumps(_envelopes(home, started.session_id))  # noqa: E731
-    until(answered, BOUND, "the first prompt's answer", changes=home)
+    until(answered, BOUND, "the first prompt's answer", changes=home / DATA_DIR_NAME)
     linked = lambda: _happy_id(home, server, started.session_id)  # noqa: E731
     happy_id = until(linked, BOUND, "the page's session linked", changes=home)
     agent("stop", happy_id)
@@ -126,7 +127,7 @@ def _talk(agent: Callable[..., str], home: Path, happy_id: str, text: str) -> No
     """The answer in the store (waited on inotify), then in the server's history (happy-agent)."""
     agent("send", happy_id, text)
     stored = lambda: any(f"Echo: {text}" in json.dumps(s["envelopes"]) for s in _sessions(home))  # noqa: E731
-    until(stored, BOUND, f"the answer to {text!r} in the store", changes=home)
+    until(stored, BOUND, f"the answer to {text!r} in the store", changes=home / DATA_DIR_NAME)
     until(lambda: f"Echo: {text}" in agent("history", happy_id, "--json"), BOUND, f"the answer to {text!r}")
 
 

@@ -10,6 +10,7 @@ from typing import Literal
 
 from happy_launcher.errors import StoreConflictError
 from happy_launcher.store.conn import StoreConnection
+from happy_launcher.store.layout import last_seq
 from happy_launcher.store.schema import require_session
 
 PENDING = ""  # the happy_id of a link whose key is kept but whose create the server has not answered
@@ -85,12 +86,25 @@ class HappyLinkStore(StoreConnection):
 
     def unsent_sessions(self, server: str) -> list[str]:
         """The sessions with envelopes the server has not acknowledged (or no link to it yet),
-        oldest first: one probe of the envelopes' (session, seq) key per session."""
+        oldest first: an ended session's last seq is noted in the registry, a running one's is
+        read from its own database, an older happy's is one probe of the registry's envelopes."""
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT s.id FROM sessions s LEFT JOIN happy_links l ON l.session = s.id AND l.server = ? "
-                "WHERE EXISTS (SELECT 1 FROM envelopes e WHERE e.session = s.id "
-                "AND e.seq > COALESCE(l.sent_seq, 0)) ORDER BY s.started_at, s.id",
+                "SELECT s.id, s.own_data, s.status = 'running', s.last_seq, COALESCE(l.sent_seq, 0), "
+                "s.own_data IS NULL AND EXISTS (SELECT 1 FROM envelopes e WHERE e.session = s.id "
+                "AND e.seq > COALESCE(l.sent_seq, 0)) "
+                "FROM sessions s LEFT JOIN happy_links l ON l.session = s.id AND l.server = ? "
+                "ORDER BY s.started_at, s.id",
                 (server,),
-            )
-            return [sid for (sid,) in rows]
+            ).fetchall()
+        return [
+            sid
+            for sid, own, running, last, sent, unsent in rows
+            if unsent or (own and self._last(sid, running, last) > sent)
+        ]
+
+    def _last(self, session_id: str, running: bool, noted: int | None) -> int:
+        if noted is not None and not running:
+            return noted
+        with self._session_read(session_id) as conn:
+            return last_seq(conn, session_id)

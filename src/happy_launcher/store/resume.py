@@ -1,6 +1,7 @@
 """What a later run of a session picks up where this one left off, in the session store: the
 inbound messages Claude has not taken yet (issue 9: exactly once), and where the mirroring of
-each transcript file began (its history marks). The rest of the store is `store.py`."""
+each transcript file began (its history marks), in the session's own database
+(store/layout.py). The rest of the store is `sessions.py`."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class ResumeStore(StoreConnection):
         """Store a message from another client: (its seq, created now). Idempotent on
         `message_id` (a repeat gives the first one's seq and False), so a client that retries a
         send does not make Claude see the message twice."""
-        with self._write() as conn:
+        with self._session_write(session_id) as conn:
             require_session(conn, session_id)
             row = conn.execute("SELECT session, seq FROM inbound WHERE id = ?", (message_id,)).fetchone()
             if row is not None and row[0] != session_id:
@@ -51,7 +52,7 @@ class ResumeStore(StoreConnection):
 
     def pending_inbound(self, session_id: str) -> list[InboundMessage]:
         """Inbound messages not yet delivered to Claude, oldest first."""
-        with self._read() as conn:
+        with self._session_read(session_id) as conn:
             rows = conn.execute(
                 "SELECT seq, id, time, body FROM inbound WHERE session = ? AND delivered_at IS NULL "
                 "ORDER BY seq",
@@ -61,7 +62,7 @@ class ResumeStore(StoreConnection):
 
     def last_delivered_inbound(self, session_id: str) -> InboundMessage | None:
         """The inbound message Claude took last (they are sent in order, one turn each)."""
-        with self._read() as conn:
+        with self._session_read(session_id) as conn:
             row = conn.execute(
                 "SELECT seq, id, time, body FROM inbound WHERE session = ? AND delivered_at IS NOT NULL "
                 "ORDER BY seq DESC LIMIT 1",
@@ -77,7 +78,7 @@ class ResumeStore(StoreConnection):
         """Where the session's mirroring of these transcript files began (see `add_history_marks`)."""
         wanted = list(paths)
         marks = ",".join("?" * len(wanted))
-        with self._read() as conn:
+        with self._session_read(session_id) as conn:
             rows = conn.execute(
                 f"SELECT path, size FROM history_marks WHERE session = ? AND path IN ({marks})",
                 (session_id, *wanted),
@@ -87,7 +88,7 @@ class ResumeStore(StoreConnection):
     def add_history_marks(self, session_id: str, sizes: Mapping[str, int]) -> None:
         """Remember the sizes transcript files had when the session first tailed them with their
         history skipped; the first mark of a file stands."""
-        with self._write() as conn:
+        with self._session_write(session_id) as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO history_marks VALUES (?, ?, ?)",
                 [(session_id, path, size) for path, size in sizes.items()],
@@ -99,7 +100,7 @@ class ResumeStore(StoreConnection):
     def _update_inbound(
         self, session_id: str, seq: int, assignments: str, values: tuple[object, ...]
     ) -> None:
-        with self._write() as conn:
+        with self._session_write(session_id) as conn:
             cur = conn.execute(
                 f"UPDATE inbound SET {assignments} WHERE session = ? AND seq = ?", (*values, session_id, seq)
             )

@@ -63,6 +63,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN mode TEXT",
         "ALTER TABLE sessions ADD COLUMN terminal INTEGER",
     ),
+    (
+        # Sessions made from now on keep their data in a database of their own (store/layout.py);
+        # the registry notes what a listing shows of one when it ends.
+        "ALTER TABLE sessions ADD COLUMN own_data INTEGER",
+        "ALTER TABLE sessions ADD COLUMN last_seq INTEGER",
+        "ALTER TABLE sessions ADD COLUMN last_activity INTEGER",
+        "ALTER TABLE sessions ADD COLUMN first_prompt TEXT",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -4,6 +4,7 @@ wait for a prompt to be taken, and the session's restart): fast units with the r
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +27,8 @@ from happy_launcher.session.ports import NO_META, MessageMeta
 from happy_launcher.store.resume import Delivered
 from happy_launcher.store.sessions import SessionStore
 from tests.support.records import assistant, text, user
+from tests.support.store import fill_disk, free_disk
 from tests.unit.claude.test_queue import Recorder, record
-from tests.unit.store.test_store import fill_disk, free_disk
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -141,8 +142,8 @@ def test_the_store_marks_a_delivery_only_with_its_batch(store: SessionStore) -> 
     store.append_envelopes("s1", [], ["k"], delivered=[Delivered(seq, 9)])
     store.append_envelopes("s1", [], ["k2"], delivered=[Delivered(seq, 99)])  # taken again: kept
     assert store.pending_inbound("s1") == []
-    assert store._conn is not None
-    assert store._conn.execute("SELECT delivered_at FROM inbound").fetchall() == [(9,)]
+    with sqlite3.connect(store.data_file("s1")) as conn:
+        assert conn.execute("SELECT delivered_at FROM inbound").fetchall() == [(9,)]
 
 
 class Gate:

@@ -26,6 +26,7 @@ from happy_launcher.session.events_output import open_events_output
 from happy_launcher.session.sinks import BackgroundSink, JsonLinesSink, MemorySink
 from happy_launcher.store.resume import Delivered
 from happy_launcher.store.sessions import SessionStore
+from tests.support.store import fill_disk, free_disk
 
 TURN = "turn00000000000000000001"
 LOGGER = "happy_launcher.sinks"
@@ -380,18 +381,6 @@ def test_commit_point_uses_the_given_logger(
     bad.fail_with = ValueError("boom")
     CommitPoint(store, "s1", [bad], log=logging.getLogger("custom")).write(batch(factory, "a"))
     assert [(r.name, r.levelno) for r in caplog.records] == [("custom", logging.ERROR)]
-
-
-def fill_disk(store: SessionStore) -> None:
-    """SQLITE_FULL on the next page allocation: cap the database at its current size."""
-    assert store._conn is not None
-    (pages,) = store._conn.execute("PRAGMA page_count").fetchone()
-    store._conn.execute(f"PRAGMA max_page_count = {pages}")
-
-
-def free_disk(store: SessionStore) -> None:
-    assert store._conn is not None
-    store._conn.execute("PRAGMA max_page_count = 1073741823")
 
 
 def test_an_inherited_events_fd_is_not_passed_on_to_claude() -> None:

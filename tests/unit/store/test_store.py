@@ -34,6 +34,7 @@ from happy_launcher.protocol import (
 from happy_launcher.store.checkpoint import CHECKPOINT_COMMITS
 from happy_launcher.store.schema import SCHEMA_VERSION
 from happy_launcher.store.sessions import DB_NAME, SessionStore
+from tests.support.store import fill_disk, free_disk
 
 TURN = "turn00000000000000000001"
 SUB = "sub000000000000000000001"
@@ -65,9 +66,9 @@ def test_open_creates_private_home_db_and_schema(tmp_path: Path, factory: Envelo
     with SessionStore.open(home) as s:
         s.create_session("s1", cwd="/w", started_at=1)
         s.append_envelopes("s1", texts(factory, "x"))
-        db = home / DB_NAME
-        assert mode(home) == 0o700
-        for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        db, own = home / DB_NAME, s.data_file("s1")
+        assert mode(home) == mode(own.parent) == 0o700
+        for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), own, Path(f"{own}-wal")):
             assert mode(path) == 0o600, path
     conn = sqlite3.connect(db)
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -176,7 +177,7 @@ def test_reopen_keeps_everything(tmp_path: Path, factory: EnvelopeFactory) -> No
 def test_second_connection_reads_while_a_write_is_open(store: SessionStore, factory: EnvelopeFactory) -> None:
     committed = texts(factory, "a")
     store.append_envelopes("s1", committed)
-    writer = sqlite3.connect(store.path, isolation_level=None)
+    writer = sqlite3.connect(store.data_file("s1"), isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("INSERT INTO envelopes VALUES ('s1', 2, 'zz', 0, x'00')")
     # A short busy timeout: were the reader blocked (no WAL), this would fail instead of hang.
@@ -233,8 +234,7 @@ def test_inbound_is_idempotent_and_tracks_delivery(store: SessionStore) -> None:
     assert store.append_inbound("s1", "m2", 2, b"two") == (2, True)
     assert store.append_inbound("s1", "m1", 3, b"again") == (1, False)  # a client retrying its send
     assert store.append_inbound("s2", "m3", 1, b"x") == (1, True)
-    with pytest.raises(StoreConflictError):
-        store.append_inbound("s2", "m1", 1, b"x")
+    assert store.append_inbound("s2", "m1", 1, b"x") == (2, True)  # an id is one session's
     store.mark_delivered("s1", 1, 99)
     assert [(m.seq, m.id, m.body) for m in store.pending_inbound("s1")] == [(2, "m2", b"two")]
     with pytest.raises(StoreConflictError):
@@ -249,19 +249,6 @@ def test_disk_full_is_reported_and_rolled_back(store: SessionStore, factory: Env
     assert store.processed_keys("s1") == {"k1"}
     free_disk(store)
     assert store.append_envelopes("s1", texts(factory, "y" * 20_000), ["k2"]) == [2]
-
-
-def fill_disk(store: SessionStore) -> None:
-    """SQLITE_FULL on the next page allocation: cap the database at its current size."""
-    conn = store._conn
-    assert conn is not None
-    (pages,) = conn.execute("PRAGMA page_count").fetchone()
-    conn.execute(f"PRAGMA max_page_count = {pages}")
-
-
-def free_disk(store: SessionStore) -> None:
-    assert store._conn is not None
-    store._conn.execute("PRAGMA max_page_count = 1073741823")
 
 
 # Another process: opens the store with SQLite alone, counts the sessions, closes.
@@ -340,8 +327,8 @@ def test_closed_store_raises(store: SessionStore) -> None:
 
 
 def wal_frames(store: SessionStore) -> tuple[int, int]:
-    """(frames in the WAL, frames checkpointed), from another connection."""
-    with sqlite3.connect(store.path) as conn:
+    """(frames in the WAL of session s1's database, frames checkpointed), from another connection."""
+    with sqlite3.connect(store.data_file("s1")) as conn:
         _busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     return log, done
 
@@ -370,7 +357,8 @@ def test_the_background_checkpointer_empties_the_wal_once_enough_was_committed(
     session commits a few times a second."""
     store = SessionStore.open(tmp_path / "home", checkpoint_idle=0)
     store.create_session("s1", cwd="/w", started_at=1)
-    checkpointer = store.checkpointer
+    with store._on("s1") as data:
+        checkpointer = data.checkpointer
     assert checkpointer is not None
     for batch in big_batches(factory, CHECKPOINT_COMMITS - checkpointer.pokes):
         store.append_envelopes("s1", batch)

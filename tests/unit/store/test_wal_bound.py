@@ -9,7 +9,7 @@ from pathlib import Path
 
 from happy_launcher.protocol import EnvelopeFactory, SequentialIds, TextEv
 from happy_launcher.store.checkpoint import WAL_SIZE_LIMIT
-from happy_launcher.store.sessions import DB_NAME, SessionStore
+from happy_launcher.store.sessions import SessionStore
 
 TURN = "turn00000000000000000001"
 ENVELOPE_TEXT = 60_000  # bytes of text per envelope: large, so the test commits a lot quickly
@@ -21,9 +21,11 @@ COMMITS = 700  # ~340 MB committed: the limit passed five times over
 def test_the_wal_stays_under_its_limit_through_a_burst(tmp_path: Path) -> None:
     home = tmp_path / "home"
     factory = EnvelopeFactory(SequentialIds("env"))
-    wal = home / f"{DB_NAME}-wal"
     writer = SessionStore.open(home)
     writer.create_session("s1", cwd="/w", started_at=1)
+    data = writer.data_file("s1")
+    assert data.parent != home  # the session's own database, not the registry
+    wal = data.with_name(f"{data.name}-wal")
     stop = threading.Event()
     seen: list[list[int]] = [[], []]  # every seq each reader read, in order
 
