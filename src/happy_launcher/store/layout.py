@@ -14,14 +14,16 @@ activity and first prompt: `Tail`), so listing ended sessions opens none of thei
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
+from urllib.parse import quote
 
 from happy_launcher.errors import StoreError
 from happy_launcher.home.dirs import ensure_home
@@ -32,6 +34,7 @@ DATA_DIR_NAME = "sessions"
 # Sessions' own databases one store keeps open, the least recently asked for closed first: a
 # reader of many sessions (the bridge sending histories) would otherwise hold 3 descriptors each.
 OPEN_SESSIONS = 32
+_LOG = logging.getLogger("happy_launcher.store")
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BODY = "CAST(body AS TEXT)"  # JSON text: a BLOB would be read as SQLite's binary JSON
 
@@ -147,6 +150,19 @@ class OwnDatabases(StoreConnection):
                 return None
             with data._read() as conn:
                 return read_tail(conn, session_id)
+
+    def _glance(self, session_id: str) -> Tail | None:
+        """`_tail` of a running session with its own database, by one look that keeps nothing
+        open (a listing of many); None when its database cannot be read (said in the log)."""
+        path = data_path(self.path, session_id)
+        try:
+            with closing(sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True)) as conn:
+                return read_tail(conn, session_id)
+        except sqlite3.Error as exc:
+            _LOG.warning(
+                "session %s: %s cannot be read (%s); listed without its activity", session_id, path, exc
+            )
+            return None
 
     def _lease(self, session_id: str) -> Self:
         if self._one_session or session_id in self._in_registry:

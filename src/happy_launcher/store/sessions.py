@@ -198,7 +198,7 @@ class SessionStore(OwnDatabases, EnvelopeStore, ResumeStore, HappyLinkStore):
             ).fetchall()
         out = []
         for row in rows:
-            tail = self._tail(row[0]) if row[14] else None
+            tail = self._glance(row[0]) if row[14] else None
             out.append(
                 SessionSummary(
                     SessionInfo(*row[:6]),

@@ -94,12 +94,30 @@ def test_an_ended_session_is_listed_from_the_registry_alone(tmp_path: Path, fact
             store.create_session(sid, cwd="/w", started_at=1)
             store.append_envelopes(sid, [factory.user_text(f"hi {sid}", 3), *agent(factory, "x")])
         store.end_session("ended", "completed", 20)
+        ended = store.data_file("ended")
+    for path in ended.parent.glob("ended.db*"):  # what the listing shows of it is in the registry
+        path.unlink()
     with SessionStore.open(home) as store:
         summaries = {s.info.id: s for s in store.session_summaries()}
-        assert set(store._own) == {"live"}  # the running one's database alone was read
+        assert store._own == {}  # the running one was looked at, and nothing kept open
         assert (summaries["ended"].first_prompt, summaries["ended"].last_activity) == ("hi ended", 10)
         assert (summaries["live"].first_prompt, summaries["live"].last_activity) == ("hi live", 10)
         assert store.unsent_sessions("server") == ["ended", "live"]
+
+
+def test_a_running_sessions_unreadable_database_is_listed_without_its_activity(
+    tmp_path: Path, factory: EnvelopeFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    with SessionStore.open(home) as store:
+        store.create_session("live", cwd="/w", started_at=1)
+        lost = store.data_file("live")
+    lost.unlink()
+    with SessionStore.open(home) as store:
+        [summary] = store.session_summaries()
+    assert (summary.info.id, summary.first_prompt, summary.last_activity) == ("live", None, None)
+    assert "live.db cannot be read" in caplog.text
+    assert not lost.exists()  # a look never makes the file
 
 
 def test_a_sessions_unsent_envelopes_are_told_from_its_noted_or_live_last_seq(
