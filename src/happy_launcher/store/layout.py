@@ -101,7 +101,7 @@ class OwnDatabases(StoreConnection):
         super().__init__(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle)
         self._own: dict[str, Self] = {}  # open, the most recently asked for last
         self._in_registry: set[str] = set()  # sessions of an older happy: their data is here
-        self._own_lock = threading.Lock()  # guards the maps and leases; no I/O under it but opening
+        self._own_lock = threading.Lock()  # the maps and leases; the only I/O under it: open, close
         self._one_session = False  # this is a session's own database: all its data is here
         self._leases = 0  # callers in this (own) database now
         self._retired = False  # closed for room: closes when its last lease ends
@@ -180,9 +180,9 @@ class OwnDatabases(StoreConnection):
                 self._in_registry.add(session_id)
             return self
         with self._own_lock:
-            if (store := self._own.get(session_id)) is None:  # opened by another caller meanwhile
+            if (store := self._own.get(session_id)) is None:
                 return self._open_own(session_id)
-            store._leases += 1
+            store._leases += 1  # another caller opened it meanwhile
             return store
 
     def _open_own(self, session_id: str) -> Self:
