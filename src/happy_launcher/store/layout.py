@@ -22,12 +22,11 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 from urllib.parse import quote
 
 from happy_launcher.errors import StoreError
 from happy_launcher.home.dirs import ensure_home
-from happy_launcher.store.checkpoint import CHECKPOINT_IDLE
 from happy_launcher.store.conn import StoreConnection
 
 DATA_DIR_NAME = "sessions"
@@ -90,15 +89,8 @@ class OwnDatabases(StoreConnection):
     database for the time of its block (a lease), so one closed for room closes only once no
     caller is in it."""
 
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        path: Path,
-        *,
-        busy_timeout: float = 5.0,
-        checkpoint_idle: float = CHECKPOINT_IDLE,
-    ) -> None:
-        super().__init__(conn, path, busy_timeout=busy_timeout, checkpoint_idle=checkpoint_idle)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # StoreConnection's
+        super().__init__(*args, **kwargs)
         self._own: dict[str, Self] = {}  # open, the most recently asked for last
         self._in_registry: set[str] = set()  # sessions of an older happy: their data is here
         self._own_lock = threading.Lock()  # the maps and leases; the only I/O under it: open, close

@@ -74,9 +74,10 @@ _TRANSCRIPT = (
 
 
 class SessionStore(OwnDatabases, EnvelopeStore, ResumeStore, HappyLinkStore):
-    """The store's operations (those a later run resumes with: `ResumeStore`; the links to
-    Happy's server: `HappyLinkStore`); see
-    `StoreConnection` for the connection and transactions."""
+    """The store's operations: the sessions' rows here; where each session's data lives
+    (`OwnDatabases`), its envelopes (`EnvelopeStore`), what a later run resumes with
+    (`ResumeStore`), the links to Happy's server (`HappyLinkStore`); see `StoreConnection` for
+    the connection and transactions."""
 
     @classmethod
     def open(
