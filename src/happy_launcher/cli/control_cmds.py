@@ -206,6 +206,8 @@ def watch(prog: str, argv: list[str]) -> int:
             _run(lambda home: verbs.watch(home, session, output, from_start=from_start, cwd=here, view=view))
     except (BrokenPipeError, KeyboardInterrupt):
         pass  # the reader has what it wanted, or the user stopped watching
+    except HappyError as error:  # the stored history's (the client's are `_run`'s)
+        raise fail(error) from None
     return 0
 
 

@@ -118,7 +118,7 @@ class OwnDatabases(StoreConnection):
     def _new_own(self, session_id: str) -> Iterator[Self]:
         """A new session's database, made and held; forgotten and closed if the block fails."""
         with self._own_lock:
-            store = self._open_own(session_id)
+            store = self._open_own(session_id, new=True)
         try:
             yield store
         except BaseException:
@@ -173,14 +173,21 @@ class OwnDatabases(StoreConnection):
             return self
         with self._own_lock:
             if (store := self._own.get(session_id)) is None:
-                return self._open_own(session_id)
+                return self._open_own(session_id, new=False)
             store._leases += 1  # another caller opened it meanwhile
             return store
 
-    def _open_own(self, session_id: str) -> Self:
-        """Open the session's database, held once (under `_own_lock`), and make room for it."""
+    def _open_own(self, session_id: str, *, new: bool) -> Self:
+        """Open the session's database, held once (under `_own_lock`), and make room for it.
+        Only a new session's is made: an empty one in place of a lost one would hide the loss."""
         path = data_path(self.path, session_id)
-        ensure_home(path.parent)
+        if new:
+            ensure_home(path.parent)
+        elif not path.exists():
+            raise StoreError(
+                f"{path} is missing: the history of session {session_id} is gone; "
+                "restore the file, or start a new session"
+            )
         store = self._open_file(path, self._busy_timeout, self._checkpoint_idle)
         store._one_session, store._leases = True, 1
         self._own[session_id] = store

@@ -207,6 +207,18 @@ async def test_watch_of_an_ended_session_prints_its_history_as_stored(tmp_path: 
     assert pretty.returncode == 0 and "message 2" in pretty.stdout.decode()
 
 
+async def test_watch_of_an_ended_session_whose_history_is_lost_says_so_in_one_line(tmp_path: Path) -> None:
+    store_session(tmp_path, "hs-lost", None)
+    with SessionStore.open(tmp_path) as store:
+        store.append_envelopes("hs-lost", Envelopes().make(1))
+        store.end_session("hs-lost", "completed", 2)
+        lost = store.data_file("hs-lost")
+    lost.unlink()
+    done = await happy(tmp_path, "watch", "hs-lost", "--json")
+    one_error_line(done, str(lost), "is missing", "start a new session")
+    assert not lost.exists()
+
+
 async def test_watch_tells_a_tool_call_that_failed_was_denied_or_cancelled_from_one_that_succeeded(
     tmp_path: Path,
 ) -> None:

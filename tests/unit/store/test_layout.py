@@ -188,3 +188,20 @@ def test_a_database_closed_for_room_closes_only_once_its_caller_is_done(
             assert held.append_envelopes("s1", agent(factory, "still open")) == [1]
         assert held._conn is None
         assert [seq for seq, _ in store.raw_envelopes("s1")] == [1]  # opened again
+
+
+def test_a_lost_session_database_is_said_and_not_made_again_empty(
+    tmp_path: Path, factory: EnvelopeFactory
+) -> None:
+    home = tmp_path / "home"
+    with SessionStore.open(home) as store:
+        store.create_session("s1", cwd="/w", started_at=1)
+        store.append_envelopes("s1", agent(factory, "a"))
+        lost = store.data_file("s1")
+    lost.unlink()
+    with (
+        SessionStore.open(home) as store,
+        pytest.raises(StoreError, match=r"s1\.db is missing: the history of session s1"),
+    ):
+        store.raw_envelopes("s1")
+    assert not lost.exists()
