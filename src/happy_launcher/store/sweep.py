@@ -16,6 +16,7 @@ import orjson
 
 from happy_launcher.claude.mapper import Mapper
 from happy_launcher.claude.mapper_state import MapperState
+from happy_launcher.errors import StoreError
 from happy_launcher.home.procs import ProcessId, is_alive, running
 from happy_launcher.protocol import (
     Clock,
@@ -42,18 +43,24 @@ def end_dead_sessions(
     for session_id, owner in store.running_sessions():
         if owner is not None and alive(owner):
             continue
-        now = clock()
-        state = store.load_mapper_state(session_id)
-        if state is not None:
-            mapper = Mapper(ids, MapperState.from_dict(orjson.loads(state)))
-            closing = mapper.close_turn("failed", now)
-            new_state: str | None = orjson.dumps(mapper.state.snapshot()).decode()
-        else:
-            closing, new_state = _close_from_envelopes(store, session_id, EnvelopeFactory(ids), now), None
-        if store.end_abandoned(session_id, closing, ended_at=now, mapper_state=new_state):
-            _log.warning("session %s: its launcher is gone; ended as failed", session_id)
-            ended.append(session_id)
+        try:
+            if _end_dead(store, session_id, ids, clock()):
+                _log.warning("session %s: its launcher is gone; ended as failed", session_id)
+                ended.append(session_id)
+        except StoreError as exc:  # this one's data (its database lost, say): the others still end
+            _log.warning("session %s: its launcher is gone, but it cannot be ended: %s", session_id, exc)
     return ended
+
+
+def _end_dead(store: SessionStore, session_id: str, ids: IdFactory, now: int) -> bool:
+    state = store.load_mapper_state(session_id)
+    if state is not None:
+        mapper = Mapper(ids, MapperState.from_dict(orjson.loads(state)))
+        closing = mapper.close_turn("failed", now)
+        new_state: str | None = orjson.dumps(mapper.state.snapshot()).decode()
+    else:
+        closing, new_state = _close_from_envelopes(store, session_id, EnvelopeFactory(ids), now), None
+    return store.end_abandoned(session_id, closing, ended_at=now, mapper_state=new_state)
 
 
 def _close_from_envelopes(

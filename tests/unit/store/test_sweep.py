@@ -73,6 +73,22 @@ def test_a_dead_launchers_session_is_ended_with_its_activity_closed(store: Sessi
     assert end_dead_sessions(store, SequentialIds("new"), lambda: 100) == []  # done once
 
 
+def test_a_dead_session_that_cannot_be_ended_does_not_keep_the_others_running(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    dead = ProcessId(dead_pid(), 1)
+    store.create_session("lost", cwd="/w", started_at=1, owner=dead)
+    store.create_session("gone", cwd="/w", started_at=2, owner=dead)
+    lost = store.data_file("lost")
+    store.close()
+    lost.unlink()
+    with SessionStore.open(lost.parent.parent) as again:
+        assert end_dead_sessions(again, SequentialIds("new"), lambda: 9) == ["gone"]
+        assert {s.id: s.status for s in again.list_sessions()} == {"lost": "running", "gone": "failed"}
+    assert "session lost: its launcher is gone, but it cannot be ended" in caplog.text
+    assert "lost.db is missing" in caplog.text
+
+
 def test_a_subagent_outliving_its_turn_is_stopped_in_a_turn_of_its_own(store: SessionStore) -> None:
     make = EnvelopeFactory(SequentialIds("env"))
     store.create_session("gone", cwd="/w", started_at=1, owner=ProcessId(dead_pid(), 1))
