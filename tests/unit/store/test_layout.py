@@ -29,6 +29,14 @@ def agent(factory: EnvelopeFactory, *words: str) -> list[Envelope]:
     return [factory.agent(TextEv(text=w), turn=TURN, time=10 + i) for i, w in enumerate(words)]
 
 
+def with_one_envelope(home: Path, factory: EnvelopeFactory) -> SessionStore:
+    """A store with session s1 made, one envelope in it."""
+    store = SessionStore.open(home)
+    store.create_session("s1", cwd="/w", started_at=1)
+    store.append_envelopes("s1", agent(factory, "a"))
+    return store
+
+
 def older_session(home: Path, session_id: str) -> None:
     """A store as the happy before the layout left it (schema 6): the session's row and its data
     in the one database."""
@@ -138,10 +146,7 @@ def test_a_sessions_unsent_envelopes_are_told_from_its_noted_or_live_last_seq(
 def test_an_abandoned_session_is_closed_in_its_own_database_and_noted(
     tmp_path: Path, factory: EnvelopeFactory
 ) -> None:
-    home = tmp_path / "home"
-    with SessionStore.open(home) as store:
-        store.create_session("s1", cwd="/w", started_at=1)
-        store.append_envelopes("s1", agent(factory, "a"))
+    with with_one_envelope(tmp_path / "home", factory) as store:
         assert store.end_abandoned("s1", agent(factory, "closing"), ended_at=30, mapper_state='{"t":1}')
         assert not store.end_abandoned("s1", agent(factory, "again"), ended_at=31, mapper_state=None)
         assert [seq for seq, _ in store.raw_envelopes("s1")] == [1, 2]
@@ -194,9 +199,7 @@ def test_a_lost_session_database_is_said_and_not_made_again_empty(
     tmp_path: Path, factory: EnvelopeFactory
 ) -> None:
     home = tmp_path / "home"
-    with SessionStore.open(home) as store:
-        store.create_session("s1", cwd="/w", started_at=1)
-        store.append_envelopes("s1", agent(factory, "a"))
+    with with_one_envelope(home, factory) as store:
         lost = store.data_file("s1")
     lost.unlink()
     with (
