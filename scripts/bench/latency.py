@@ -24,11 +24,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from happy_launcher.claude.inotify import InotifyWatcher
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import make_watcher
+from happy_launcher.claude.watch.inotify import InotifyWatcher
 from happy_launcher.session.core import Session
 from scripts.bench.corpus import build
 from scripts.bench.records import assistant_line

@@ -10,12 +10,12 @@ import anyio.lowlevel
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from happy_launcher.claude.fake_watch import FakeWatcher
-from happy_launcher.claude.inotify import InotifyWatcher
 from happy_launcher.claude.records import Record
 from happy_launcher.claude.scanner import SAFETY_POLL, SAFETY_POLL_HEARD, TranscriptScanner
 from happy_launcher.claude.session_files import SessionFiles
 from happy_launcher.claude.watch import PollingWatcher, Watcher
+from happy_launcher.claude.watch.fake import FakeWatcher
+from happy_launcher.claude.watch.inotify import InotifyWatcher
 from tests.support.transcripts import assistant, subagent_paths, user, write_jsonl, write_subagent
 
 pytestmark = pytest.mark.anyio

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from happy_launcher.claude.inotify import InotifyWatcher
 from happy_launcher.claude.watch import PollingWatcher
+from happy_launcher.claude.watch.inotify import InotifyWatcher
 
 
 def test_a_failed_watch_is_logged_once_and_a_vanished_directory_not_at_all(
@@ -22,7 +22,7 @@ def test_a_failed_watch_is_logged_once_and_a_vanished_directory_not_at_all(
     (tmp_path / "back").symlink_to(loop)  # ELOOP: a real inotify_add_watch failure, even as root
     watcher = InotifyWatcher()
     try:
-        with caplog.at_level(logging.WARNING, logger="happy_launcher.claude.inotify"):
+        with caplog.at_level(logging.WARNING, logger="happy_launcher.claude.watch.inotify"):
             for _ in range(3):  # the scanner calls watch() on every wake-up
                 watcher.watch({loop, tmp_path / "gone"})
     finally:

@@ -12,8 +12,8 @@ import pytest
 
 from happy_launcher.claude.args import parse_happy_claude_args
 from happy_launcher.claude.existing import ExistingFiles
-from happy_launcher.claude.fake_watch import FakeWatcher
 from happy_launcher.claude.paths import project_dir
+from happy_launcher.claude.watch.fake import FakeWatcher
 from happy_launcher.local.launch import launch_plan
 from happy_launcher.local.tracker import LocalTracker
 from happy_launcher.session.config import RunConfig

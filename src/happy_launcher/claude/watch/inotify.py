@@ -1,4 +1,4 @@
-"""The inotify `Watcher` (the protocol and the polling fallback are in `watch.py`).
+"""The inotify `Watcher` (the protocol and the polling fallback are in this package's `__init__.py`).
 
 The scanner wakes once per record Claude writes, so a wake-up is kept cheap: on asyncio the
 inotify fd stays registered with the loop, the scanner is called from its reader callback

@@ -1,4 +1,4 @@
-"""A `Watcher` the test drives, beside the real ones (`watch.py`): a wait returns only when the
+"""A `Watcher` the test drives, beside the real ones (`__init__.py`): a wait returns only when the
 test says something changed, never on its own time-out, so what is read and when is the test's
 to decide (the safety poll of the real ones would read everything now and then)."""
 

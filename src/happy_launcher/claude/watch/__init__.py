@@ -14,7 +14,7 @@ from typing import Protocol
 
 import anyio
 
-from happy_launcher.claude.inotify import InotifyWatcher
+from happy_launcher.claude.watch.inotify import InotifyWatcher
 
 _log = logging.getLogger(__name__)
 
