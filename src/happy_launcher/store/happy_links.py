@@ -9,8 +9,7 @@ from dataclasses import astuple, dataclass
 from typing import Literal
 
 from happy_launcher.errors import StoreConflictError
-from happy_launcher.store.conn import StoreConnection
-from happy_launcher.store.layout import last_seq
+from happy_launcher.store.envelopes import EnvelopeStore
 from happy_launcher.store.schema import require_session
 
 PENDING = ""  # the happy_id of a link whose key is kept but whose create the server has not answered
@@ -33,7 +32,7 @@ class HappyLink:
 _COLUMNS = "session, server, happy_id, variant, key, sent_seq, received_seq"
 
 
-class HappyLinkStore(StoreConnection):
+class HappyLinkStore(EnvelopeStore):  # a link's marks are seqs of the session's envelopes
     def happy_link(self, session_id: str, server: str) -> HappyLink | None:
         with self._read() as conn:
             row = conn.execute(
@@ -104,7 +103,4 @@ class HappyLinkStore(StoreConnection):
         ]
 
     def _last(self, session_id: str, running: bool, noted: int | None) -> int:
-        if noted is not None and not running:
-            return noted
-        with self._session_read(session_id) as conn:
-            return last_seq(conn, session_id)
+        return noted if noted is not None and not running else self.last_seq(session_id)

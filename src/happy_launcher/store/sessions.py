@@ -20,7 +20,7 @@ from happy_launcher.errors import StoreConflictError
 from happy_launcher.home.dirs import ensure_home
 from happy_launcher.home.procs import ProcessId
 from happy_launcher.store.checkpoint import CHECKPOINT_IDLE
-from happy_launcher.store.envelopes import EnvelopeStore, insert
+from happy_launcher.store.envelopes import insert
 from happy_launcher.store.happy_links import HappyLinkStore
 from happy_launcher.store.layout import OwnDatabases, Tail, first_prompt_sql, read_tail
 from happy_launcher.store.resume import ResumeStore
@@ -73,9 +73,9 @@ _TRANSCRIPT = (
 )
 
 
-class SessionStore(OwnDatabases, EnvelopeStore, ResumeStore, HappyLinkStore):
+class SessionStore(OwnDatabases, HappyLinkStore, ResumeStore):
     """The store's operations: the sessions' rows here; where each session's data lives
-    (`OwnDatabases`), its envelopes (`EnvelopeStore`), what a later run resumes with
+    (`OwnDatabases`), its envelopes (`EnvelopeStore`, under the links), what a later run resumes with
     (`ResumeStore`), the links to Happy's server (`HappyLinkStore`); see `StoreConnection` for
     the connection and transactions."""
 
