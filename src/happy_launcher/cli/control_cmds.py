@@ -45,7 +45,7 @@ def sessions(prog: str, argv: list[str]) -> int:
     p = parser(prog, sessions)
     p.add_argument("--json", dest="as_json", action="store_true", help="One JSON object per session.")
     as_json = p.parse_args(argv).as_json
-    from happy_launcher.control.views import SessionView, from_store
+    from happy_launcher.control.views import from_store
     from happy_launcher.home.dirs import happy_home
     from happy_launcher.session.naming import TranscriptTitles, session_title
 
@@ -61,7 +61,7 @@ def sessions(prog: str, argv: list[str]) -> int:
         import orjson
 
         for view, title in zip(views, titles, strict=True):
-            row = {k: getattr(view, k) for k in SessionView.__slots__ if k not in _NOT_LISTED}
+            row = {k: v for k, v in view._asdict().items() if k not in _NOT_LISTED}
             print(orjson.dumps({**row, "title": title}).decode())
         return 0
     print(_table(views, titles))

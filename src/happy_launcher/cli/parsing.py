@@ -10,8 +10,7 @@ import importlib
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 Verb = Callable[[str, list[str]], int]  # (prog, e.g. "happy watch"; its arguments) -> exit code
 USAGE = 2  # a bad command line, as every usage error (README: errors, of every verb)
@@ -68,8 +67,7 @@ def load(where: str) -> Verb:
     return verb
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """Verbs under one word (`happy`, `happy auth`): each section a title and its verbs, by name
     -> "module:function"."""
 

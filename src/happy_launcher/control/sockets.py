@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from happy_launcher.errors import StoreError
 from happy_launcher.home.dirs import SOCKET_SUFFIX as SUFFIX
 from happy_launcher.home.dirs import control_dir, ensure_home
 from happy_launcher.home.procs import running
+
+if TYPE_CHECKING:
+    import socket
 
 _MAX_SUN_PATH = 107  # sockaddr_un.sun_path is 108 bytes, NUL included
 
@@ -64,6 +66,8 @@ def bind_private(path: Path) -> socket.socket:
     """A listening socket at `path`, mode 0600 from the moment it has that name: it is bound
     under a temporary name, chmod-ed, then renamed over whatever `path` held (the socket of an
     earlier process that had our pid)."""
+    import socket  # here: listing the sockets (`happy watch`, `happy sessions`) needs none of it
+
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -92,6 +96,9 @@ def remove_dead(home: Path) -> None:
 
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end of a connected Unix socket."""
+    import socket
+    import struct
+
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
     return int(uid)

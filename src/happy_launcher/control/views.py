@@ -6,9 +6,8 @@ loop nor the control client, so a verb that can read it all from the store (`hap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.control.sockets import live_sockets
 from happy_launcher.errors import AmbiguousSessionError, NoSuchSessionError
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
     from happy_launcher.control.wire import Facts
 
 
-@dataclass(frozen=True, slots=True)
-class SessionView:
+class SessionView(NamedTuple):
     happy_id: str | None  # None: a launcher whose Claude has not named its session yet
     claude_id: str | None
     state: str  # "running", or how it ended ("completed", "failed", "ended": launcher gone)

@@ -4,8 +4,8 @@ that pid, so that a recycled pid is never mistaken for the launcher that once ha
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 _PROC = Path("/proc")
 _STATE_FIELD = 2  # 0-based indexes in /proc/<pid>/stat: `state`, `starttime`
@@ -14,8 +14,7 @@ _STARTTIME_FIELD = 21
 _GONE_STATES = frozenset({b"Z", b"X"})
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessId:
+class ProcessId(NamedTuple):
     pid: int
     start: int | None  # clock ticks after boot; None where /proc is unavailable
 

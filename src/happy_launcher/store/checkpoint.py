@@ -21,11 +21,12 @@ WAL from growing.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from happy_launcher.store import warn
 
 CHECKPOINT_COMMITS = 64  # commits (~1 MB of WAL at a session's pace) before a checkpoint is due
 CHECKPOINT_IDLE = 1.0  # ... then seconds without a commit before it runs
@@ -34,7 +35,6 @@ WAL_SIZE_LIMIT = 64 << 20  # bytes: the most the WAL may hold (tests/unit/store/
 WAL_BURST = 16 << 20  # bytes of WAL past which a commit checkpoints in line (PASSIVE)
 WAL_RESTART_AT = 32 << 20  # ... and past which it waits for readers and restarts the WAL
 RESTART_WAIT_MS = 100  # the longest a commit waits for readers so (a reader reads in pages)
-_LOG = logging.getLogger("happy_launcher.store")
 
 
 def restart_if_grown(conn: sqlite3.Connection, wal: Path, busy_timeout: float) -> None:
@@ -52,7 +52,7 @@ def restart_if_grown(conn: sqlite3.Connection, wal: Path, busy_timeout: float) -
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     except (OSError, sqlite3.Error) as exc:
-        _LOG.warning("%s: the WAL could not be restarted (%s); retried after the next commit", wal, exc)
+        warn("%s: the WAL could not be restarted (%s); retried after the next commit", wal, exc)
 
 
 class Checkpointer:
@@ -103,7 +103,7 @@ class Checkpointer:
         try:
             conn = sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
         except sqlite3.Error as exc:
-            _LOG.warning("%s: no background checkpoints (%s); the WAL grows until exit", self._path, exc)
+            warn("%s: no background checkpoints (%s); the WAL grows until exit", self._path, exc)
             return
         try:
             failed = False
@@ -113,7 +113,7 @@ class Checkpointer:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
                     if not failed:  # once: the next round may well succeed
-                        _LOG.warning("%s: background checkpoint failed: %s", self._path, exc)
+                        warn("%s: background checkpoint failed: %s", self._path, exc)
                     failed = True
                 with self._done:
                     self.covered = upto

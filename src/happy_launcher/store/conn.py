@@ -4,7 +4,6 @@ WAL (`checkpoint.py`)."""
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -14,10 +13,9 @@ from typing import Self
 
 from happy_launcher.errors import StoreError
 from happy_launcher.home.dirs import HOME_ENV
+from happy_launcher.store import warn
 from happy_launcher.store.checkpoint import CHECKPOINT_IDLE, WAL_BURST, Checkpointer, restart_if_grown
 from happy_launcher.store.schema import MIGRATIONS, SCHEMA_VERSION, create_private, store_error
-
-_LOG = logging.getLogger("happy_launcher.store")
 
 
 class StoreConnection:
@@ -61,7 +59,7 @@ class StoreConnection:
         with self._read() as conn:
             (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             if mode != "wal":  # e.g. some network file systems; still correct, just less concurrent
-                _LOG.warning("session store %s runs in %s journal mode, not WAL", self.path, mode)
+                warn("session store %s runs in %s journal mode, not WAL", self.path, mode)
             self._wal = mode == "wal"
             conn.execute("PRAGMA synchronous = NORMAL")
             # In line only past WAL_BURST (see checkpoint.py): what keeps the WAL bounded while

@@ -5,8 +5,7 @@ session (`received_seq`). The store is the bridge's outbox: it resumes from thes
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from happy_launcher.errors import StoreConflictError
 from happy_launcher.store.envelopes import EnvelopeStore
@@ -15,8 +14,7 @@ from happy_launcher.store.schema import require_session
 PENDING = ""  # the happy_id of a link whose key is kept but whose create the server has not answered
 
 
-@dataclass(frozen=True, slots=True)
-class HappyLink:
+class HappyLink(NamedTuple):
     session: str
     server: str
     happy_id: str  # PENDING until the server has answered the create
@@ -60,7 +58,7 @@ class HappyLinkStore(EnvelopeStore):  # a link's marks are seqs of the session's
                 "variant = excluded.variant, key = excluded.key, "
                 "sent_seq = MAX(sent_seq, excluded.sent_seq), "
                 "received_seq = MAX(received_seq, excluded.received_seq)",
-                astuple(link),
+                link,  # its fields in _COLUMNS order
             )
 
     def advance_sent(self, session_id: str, server: str, seq: int) -> None:

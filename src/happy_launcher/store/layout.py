@@ -14,26 +14,24 @@ activity and first prompt: `Tail`), so listing ended sessions opens none of thei
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 from urllib.parse import quote
 
 from happy_launcher.errors import StoreError
 from happy_launcher.home.dirs import ensure_home
+from happy_launcher.store import warn
 from happy_launcher.store.conn import StoreConnection
 
 DATA_DIR_NAME = "sessions"
 # Sessions' own databases one store keeps open, the least recently asked for closed first: a
 # reader of many sessions (the bridge sending histories) would otherwise hold 3 descriptors each.
 OPEN_SESSIONS = 32
-_LOG = logging.getLogger("happy_launcher.store")
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BODY = "CAST(body AS TEXT)"  # JSON text: a BLOB would be read as SQLite's binary JSON
 
@@ -48,8 +46,7 @@ def first_prompt_sql(session: str) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Tail:
+class Tail(NamedTuple):
     """What a listing shows of a session's envelopes."""
 
     last_seq: int  # 0: none
@@ -151,9 +148,7 @@ class OwnDatabases(StoreConnection):
             with closing(sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True)) as conn:
                 return read_tail(conn, session_id)
         except sqlite3.Error as exc:
-            _LOG.warning(
-                "session %s: %s cannot be read (%s); listed without its activity", session_id, path, exc
-            )
+            warn("session %s: %s cannot be read (%s); listed without its activity", session_id, path, exc)
             return None
 
     def _lease(self, session_id: str) -> Self:

@@ -6,23 +6,21 @@ each transcript file began (its history marks), in the session's own database
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from happy_launcher.errors import StoreConflictError
 from happy_launcher.store.conn import StoreConnection
 from happy_launcher.store.schema import next_seq, require_session
 
 
-@dataclass(frozen=True, slots=True)
-class Delivered:
+class Delivered(NamedTuple):
     """Inbound message `seq` was taken by Claude at `at` (ms)."""
 
     seq: int
     at: int
 
 
-@dataclass(frozen=True, slots=True)
-class InboundMessage:
+class InboundMessage(NamedTuple):
     seq: int
     id: str
     time: int

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from happy_launcher.errors import StoreConflictError
 from happy_launcher.home.dirs import ensure_home
@@ -35,8 +34,7 @@ if TYPE_CHECKING:
 DB_NAME = "sessions.db"
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
+class SessionInfo(NamedTuple):
     id: str
     claude_session_id: str | None  # the current one; history is in `claude_sessions`
     cwd: str
@@ -45,8 +43,7 @@ class SessionInfo:
     status: str
 
 
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
+class SessionSummary(NamedTuple):
     info: SessionInfo
     owner: ProcessId | None  # its launcher (while it runs)
     last_activity: int | None  # the time of its last envelope

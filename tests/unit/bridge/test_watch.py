@@ -6,7 +6,6 @@ runs, and at the end the requests canceled and `session-end` sent."""
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +200,7 @@ async def test_what_asks_for_the_user_is_told_with_whether_they_are_at_the_termi
         async with running(controller, tmp_path) as socket, anyio.create_task_group() as tg:
             watch = SessionWatch(
                 tmp_path,
-                replace(view, socket=socket),
+                view._replace(socket=socket),
                 "srv-1",
                 updates,
                 SocketControl(),

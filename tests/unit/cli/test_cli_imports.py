@@ -40,7 +40,7 @@ def test_the_verbs_help_loads_every_verb_and_none_of_their_subsystems() -> None:
     assert {m for m in ours if not m.startswith("happy_launcher.cli")} <= REGISTRATION
 
 
-def test_watch_json_of_an_ended_session_loads_no_rich_nor_event_loop_nor_control_client(
+def test_watch_json_of_an_ended_session_loads_no_rich_nor_event_loop_nor_control_client_nor_logging(
     tmp_path: Path,
 ) -> None:
     factory = EnvelopeFactory(SequentialIds("imp"))
@@ -52,6 +52,8 @@ def test_watch_json_of_an_ended_session_loads_no_rich_nor_event_loop_nor_control
     assert "happy_launcher.control.history" in loaded  # it did read the session: the probe is sound
     assert not {"rich", "asyncio", "anyio", "pydantic", "happy_launcher.control.client"} & loaded
     assert not {m for m in loaded if m.startswith(("happy_launcher.runner", "happy_launcher.local"))}
+    # Each costs 5-20 ms to import here, against a first line within 100 ms (issue 20).
+    assert not {"logging", "dataclasses", "socket"} & loaded
 
 
 def test_sessions_lists_what_the_store_describes_without_event_loop_nor_control_client(

@@ -4,7 +4,6 @@ run, and when the TUI's end hands the session back to a run without a terminal."
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -34,10 +33,14 @@ DETACHED = SessionView(
     first_prompt="fix the tests",
     terminal=False,
 )
-AT_DESK = replace(DETACHED, happy_id="hs-desk", claude_id="c1a0de00-0000-4000-8000-000000000002", pid=7,
-                  mode="local", terminal=True, first_prompt="write docs")  # fmt: skip
-ENDED = replace(DETACHED, happy_id="hs-old", claude_id="c1a0de00-0000-4000-8000-000000000003",
-                state="completed", pid=None, socket=None, terminal=None, first_prompt="old work")  # fmt: skip
+AT_DESK = DETACHED._replace(
+    happy_id="hs-desk", claude_id="c1a0de00-0000-4000-8000-000000000002", pid=7,
+    mode="local", terminal=True, first_prompt="write docs",
+)  # fmt: skip
+ENDED = DETACHED._replace(
+    happy_id="hs-old", claude_id="c1a0de00-0000-4000-8000-000000000003",
+    state="completed", pid=None, socket=None, terminal=None, first_prompt="old work",
+)  # fmt: skip
 
 
 def title(view: SessionView) -> str | None:
@@ -54,7 +57,7 @@ def test_no_session_without_a_terminal_is_said() -> None:
 
 
 def test_several_sessions_without_a_terminal_must_be_named() -> None:
-    other = replace(DETACHED, happy_id="hs-phone-2", pid=4243)
+    other = DETACHED._replace(happy_id="hs-phone-2", pid=4243)
     with pytest.raises(
         AmbiguousSessionError, match=r"2 sessions run without a terminal \(hs-phone, hs-phone-2\)"
     ):
@@ -72,20 +75,20 @@ def test_a_session_in_a_terminal_is_refused() -> None:
 
 
 def test_remote_mode_in_a_terminal_is_refused_too() -> None:
-    screen = replace(DETACHED, terminal=True)
+    screen = DETACHED._replace(terminal=True)
     with pytest.raises(RequestRefusedError, match="runs in a terminal already"):
         choose([screen], "hs-phone", title)
 
 
 def test_a_headless_run_is_not_taken_for_a_detached_one() -> None:
-    headless = replace(DETACHED, happy_id="hs-pipe", mode="headless")
+    headless = DETACHED._replace(happy_id="hs-pipe", mode="headless")
     assert choose([headless, DETACHED], None, title) is DETACHED
     with pytest.raises(RequestRefusedError, match="hs-pipe runs Claude on happy's own stdio"):
         choose([headless, DETACHED], "hs-pipe", title)
 
 
 def test_a_session_that_does_not_answer_is_refused() -> None:
-    silent = replace(DETACHED, mode=None, terminal=None)
+    silent = DETACHED._replace(mode=None, terminal=None)
     with pytest.raises(RequestRefusedError, match=r"hs-phone does not answer \(pid 4242\)"):
         choose([silent], "hs-phone", title)
 

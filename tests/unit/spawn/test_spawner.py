@@ -6,7 +6,6 @@ SIGKILL to the group after the bound, and works for a spawner started again."""
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -62,7 +61,7 @@ async def test_a_start_returns_once_the_socket_answers_and_sends_the_first_promp
     assert (entry.pid, entry.session_id, entry.log) == (child.pid, "s1", str(started.log))
     assert (entry.model, entry.permission_mode) == ("opus", "plan")  # for `happy attach`'s hand-back
     assert spawner.registry.of(entry.owner) == entry
-    assert spawner.registry.of(replace(entry.owner, start=-1)) is None  # the pid, now another's
+    assert spawner.registry.of(entry.owner._replace(start=-1)) is None  # the pid, now another's
 
 
 async def test_the_limit_counts_every_live_spawned_session_on_disk(tmp_path: Path, work: Path) -> None:

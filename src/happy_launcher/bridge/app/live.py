@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -198,7 +198,7 @@ class Live:
         finally:
             del self._watches[linked.session]
             if self._marks.views.get(linked.session) is view:  # ended: no socket, no pid to signal
-                self._marks.views[linked.session] = replace(view, state="ended", socket=None, pid=None)
+                self._marks.views[linked.session] = view._replace(state="ended", socket=None, pid=None)
 
     def _describe(self, view: SessionView, running: bool, first: str | None, started: int) -> dict[str, Any]:
         title = session_title(view.first_prompt or first, view.transcript, self._titles)
