@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -39,11 +38,14 @@ def session_title(first_prompt: str | None, transcript: str | None, titles: Tran
     return one_line(first_prompt) if first_prompt else None
 
 
-@dataclass(slots=True)
 class _Scan:
-    inode: int
-    offset: int = 0  # how far the file has been read (whole lines only)
-    found: dict[str, str] = field(default_factory=dict)  # kind -> its last value
+    # A plain class, not a dataclass: `happy sessions` starts without loading `dataclasses`.
+    __slots__ = ("found", "inode", "offset")
+
+    def __init__(self, inode: int) -> None:
+        self.inode = inode
+        self.offset = 0  # how far the file has been read (whole lines only)
+        self.found: dict[str, str] = {}  # kind -> its last value
 
 
 class TranscriptTitles:

@@ -65,6 +65,7 @@ def test_sessions_lists_what_the_store_describes_without_event_loop_nor_control_
     loaded = loaded_after("from happy_launcher.cli.app import run_app\nrun_app(['sessions'])", tmp_path)
     assert "happy_launcher.control.views" in loaded
     assert not {"asyncio", "anyio", "pydantic", "happy_launcher.control.client"} & loaded
+    assert not {"logging", "dataclasses", "socket"} & loaded  # as `watch` of an ended session
 
 
 # What may load while Claude boots, not before its spawn: the mirror, the event loop, logging and
