@@ -238,23 +238,19 @@ class SessionStore(OwnDatabases, HappyLinkStore, ResumeStore):
             )
             if cur.rowcount == 0:
                 return False
+
+            def close_in(data_conn: sqlite3.Connection) -> None:
+                first = session_next_seq(data_conn, "envelopes", session_id)
+                insert(data_conn, session_id, first, bodies, [], mapper_state)
+
             if data is self:  # an older happy's session: its data is in this transaction
-                insert(
-                    conn,
-                    session_id,
-                    session_next_seq(conn, "envelopes", session_id),
-                    bodies,
-                    [],
-                    mapper_state,
-                )
+                close_in(conn)
                 return True
             # Committed within the registry's transaction: a crash between the two commits
             # leaves the session running, and the next sweep closes nothing twice (the closing
             # envelopes and the closed mapper state are there).
             with data._write() as own:
-                insert(
-                    own, session_id, session_next_seq(own, "envelopes", session_id), bodies, [], mapper_state
-                )
+                close_in(own)
                 tail = read_tail(own, session_id)
             _note_tail(conn, session_id, tail)
         return True
