@@ -165,6 +165,13 @@ def turn_ends(envelopes: list[dict[str, Any]]) -> list[str]:
     return [e["ev"]["status"] for e in envelopes if e["ev"]["t"] == "turn-end"]
 
 
+def answered(envelopes: list[dict[str, Any]], text: str) -> bool:
+    """The turn that answered `text` has ended. The events file is the session's, so it also holds
+    the turn ends of the runs before: any turn end would not do (Ctrl-C would interrupt)."""
+    turns = {e["turn"] for e in envelopes if e["ev"]["t"] == "text" and e["ev"]["text"] == text}
+    return any(e["ev"]["t"] == "turn-end" and e["turn"] in turns for e in envelopes)
+
+
 def test_switch_to_remote_while_the_tui_is_mid_turn(tui: Any, cenv: ClaudeEnv, tmp_path: Path) -> None:
     t: HappyTui = tui()
     t.wait_ready()
@@ -228,7 +235,7 @@ def test_a_message_acknowledged_before_happy_is_killed_is_delivered_once_on_resu
 
     again: HappyTui = tui("--resume", session.claude_session_id)
     again.expect_screen("Echo: hello while dying", timeout=60)  # delivered through remote mode
-    again.wait_events(lambda evs: any(e["ev"]["t"] == "turn-end" for e in evs), 30, "its turn end")
+    again.wait_events(lambda evs: answered(evs, "Echo: hello while dying"), 30, "its turn end")
     again.child.send("\x03")
     again.child.send("\x03")
     assert again.wait_exit() == 0
@@ -267,7 +274,7 @@ def test_a_message_claude_took_but_never_answered_before_the_kill_is_answered_on
 
     again: HappyTui = tui("--resume", session.claude_session_id)
     again.expect_screen("Echo: hold me", timeout=60)  # sent again, through remote mode
-    again.wait_events(lambda evs: any(e["ev"]["t"] == "turn-end" for e in evs), 30, "its turn end")
+    again.wait_events(lambda evs: answered(evs, "Echo: hold me"), 30, "its turn end")
     again.child.send("\x03")
     again.child.send("\x03")
     assert again.wait_exit() == 0
