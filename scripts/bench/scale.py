@@ -134,6 +134,7 @@ def mirror(
         session.store.append_envelopes = timed_append  # type: ignore[method-assign]
         session.deliver([])  # bind: the session row exists before the first record
         assert session.id is not None
+        session.store.note_front(session.id, "local", terminal=True)  # as a launcher does (runner/)
         controller = MirrorController(session, transcript.parent, clients)
         watcher = make_watcher()
         scanner = TranscriptScanner(SessionFiles(clock=time.monotonic), watcher)

@@ -1,5 +1,6 @@
 """Which sessions there are, for every face: the store's (running and ended, control/views.py),
-joined with the launchers that answer on a control socket."""
+joined, when the store does not describe each live launcher, with what the launchers answer on
+their control sockets."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import anyio
 
 from happy_launcher.control.client import connect
 from happy_launcher.control.sockets import live_sockets
-from happy_launcher.control.views import SessionView, newest_first, stored_summaries, stored_view
+from happy_launcher.control.views import SessionView, from_store, newest_first, stored_summaries, stored_view
 from happy_launcher.control.wire import Facts
 from happy_launcher.errors import ControlError
 from happy_launcher.home.procs import running
@@ -18,7 +19,15 @@ HELLO_WITHIN = 1.0  # seconds a launcher has to answer `hello` before it is list
 
 
 async def discover(home: Path, *, hello_within: float = HELLO_WITHIN) -> list[SessionView]:
-    """Every session: the running ones first, then the others, each most recently started first."""
+    """Every session: the running ones first, then the others, each most recently started first.
+    From the store alone while it describes every live launcher: the page lists sessions every
+    few seconds, and a `hello` costs each running session a connection to answer."""
+    views = from_store(home)
+    return views if views is not None else await asked(home, hello_within=hello_within)
+
+
+async def asked(home: Path, *, hello_within: float = HELLO_WITHIN) -> list[SessionView]:
+    """`discover`, with each live launcher asked on its socket what it is."""
     live = await _hello_all(home, hello_within)
     by_id = {facts.happy_session_id: (facts, path) for facts, path in live if facts.happy_session_id}
     views: list[SessionView] = []
