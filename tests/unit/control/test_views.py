@@ -40,7 +40,7 @@ def stored(home: Path) -> None:
         store.create_session("hs-mid", cwd="/a", started_at=2, status="failed")
 
 
-async def test_without_a_live_launcher_the_store_lists_what_discover_does(tmp_path: Path) -> None:
+async def test_without_a_live_launcher_the_store_lists_what_asking_the_launchers_does(tmp_path: Path) -> None:
     stored(tmp_path)
     listed = from_store(tmp_path)
     assert listed is not None and listed == await asked(tmp_path)
