@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from happy_launcher.control.client import ControlClient, EnvelopeBytes, connect
-from happy_launcher.control.discovery import discover
+from happy_launcher.control.discovery import asked, discover
 from happy_launcher.control.follow import Connected, follow
 from happy_launcher.control.views import SessionView, resolve, resolve_here
 from happy_launcher.control.wire import AcceptedReply, Event
@@ -19,7 +19,9 @@ from happy_launcher.session.ports import InputMode, Mode
 
 
 async def sessions(home: Path) -> list[SessionView]:
-    return await discover(home)
+    """Every session, each live launcher asked: `happy sessions` comes here only once the store
+    alone could not describe them all (`from_store`), so `discover` would only look again."""
+    return await asked(home)
 
 
 @asynccontextmanager
