@@ -7,6 +7,10 @@ process's CPU per appended record (target <= 0.5 ms), with a 1 MB vs a 100 MB ex
 inotify events and reads the appended bytes: the floor of any Python mirror on this machine; and
 of the same loop committing what it read, one SQLite transaction a wake-up: the floor of a mirror
 that commits each record as it comes. Medians of --runs rounds, the cases alternating.
+
+`--stages`: where a record's CPU goes, the mirror cut after each of its stages in turn (the
+scanner's read and parse alone, then the mapper too, then the whole mirror with its commit) beside
+the two floors, in alternating rounds with the 1 MB history.
 """
 
 from __future__ import annotations
@@ -48,17 +52,25 @@ def writer(path: str, stamps: str, count: int, gap: float, start: multiprocessin
             time.sleep(gap)  # the writer's pace, not synchronisation
 
 
+STAGES = ("read", "map", "full")
+
+
 async def measure(
-    transcript: Path, known: int, home: Path, count: int, gap: float
+    transcript: Path, known: int, home: Path, count: int, gap: float, stage: str = "full"
 ) -> tuple[list[float], float]:
-    """(latencies in ms, scanner-process CPU seconds per record)."""
+    """(latencies in ms, scanner-process CPU seconds per record). `stage`: what is done with the
+    records the scanner read and parsed: nothing (read), map them (map), or the whole mirror."""
     session = Session(home, Path("/"))  # the real commit point (envelopes, keys, mapper state)
     mirror = session.mirror
     committed: dict[str, int] = {}
     done = anyio.Event()
 
     def deliver(batch: list[Record]) -> None:
-        mirror.deliver(batch)  # returns after the store commit
+        if stage == "full":
+            mirror.deliver(batch)  # returns after the store commit
+        elif stage == "map":
+            for record in batch:
+                mirror.mapper.feed(record, time.time_ns() // 1_000_000)
         now = time.time_ns()
         for record in batch:
             committed[record.uuid or ""] = now
@@ -169,7 +181,11 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=500, help="records appended per run")
     parser.add_argument("--gap", type=float, default=0.01, help="seconds between appends")
     parser.add_argument("--runs", type=int, default=3, help="rounds (median)")
+    parser.add_argument("--stages", action="store_true", help="where a record's CPU goes (see above)")
     args = parser.parse_args()
+    if args.stages:
+        stages(args.count, args.gap, args.runs)
+        return
     results: dict[int, list[tuple[list[float], float, float, float]]] = {1: [], 100: []}
     with tempfile.TemporaryDirectory() as tmp:
         corpora = {mb: Path(tmp) / f"{mb}.jsonl" for mb in results}
@@ -200,6 +216,38 @@ def main() -> None:
     print(f"  ratio 100 MB / 1 MB: {cpu_big / cpu_small:5.2f}  (target <= 1.2)")
     print(f"  a bare loop (inotify wake-up + read, nothing else): {floor * 1e3:5.3f} ms")
     print(f"  the same loop, committing what it read (a transaction a wake-up): {committing * 1e3:5.3f} ms")
+    print(f"  (load {os.getloadavg()[0]:.1f})")
+
+
+def stages(count: int, gap: float, runs: int) -> None:
+    cases = ("floor", *STAGES, "committing floor")
+    cpu: dict[str, list[float]] = {case: [] for case in cases}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "1.jsonl"
+        build(corpus, 1_000_000)
+        for r in range(runs):
+            for case in cases:
+                copy, home = Path(tmp) / f"{r}-{case}.jsonl", Path(tmp) / f"{r}-{case}"
+                shutil.copyfile(corpus, copy)
+                home.mkdir()
+                size = copy.stat().st_size
+                if case in STAGES:
+                    cpu[case].append(anyio.run(measure, copy, size, home, count, gap, case)[1])
+                else:
+                    store = home / "bare.db" if case == "committing floor" else None
+                    cpu[case].append(anyio.run(bare_loop, copy, size, home / "stamps.txt", count, gap, store))
+    print(f"CPU per appended record, {count} records {gap * 1e3:.0f} ms apart, median of {runs} rounds:")
+    labels = {
+        "floor": "a bare loop: inotify wake-up + read",
+        "read": "the scanner: wake-up, read and parse",
+        "map": "... and the mapper",
+        "full": "the whole mirror: ... and the store's commit",
+        "committing floor": "the bare loop + a minimal SQLite transaction",
+    }
+    for case in cases:
+        values = cpu[case]
+        spread = f"{min(values) * 1e3:.3f}-{max(values) * 1e3:.3f}"
+        print(f"  {labels[case]:<48} {statistics.median(values) * 1e3:6.3f} ms  ({spread})")
     print(f"  (load {os.getloadavg()[0]:.1f})")
 
 
