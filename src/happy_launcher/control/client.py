@@ -135,7 +135,8 @@ class ControlClient:
 
     async def request(self, request: AnyRequest) -> Reply:
         """Send `request` and return its reply (events that come first are kept for `events`);
-        an `error` reply raises: RequestRefusedError for a refusal, else ControlProtocolError."""
+        an `error` reply raises: RequestRefusedError for a refusal, SessionEndedError when the
+        session has ended meanwhile, else ControlProtocolError."""
         try:
             await self._link.send(encode(request))
         except LinkClosed:
@@ -147,6 +148,8 @@ class ControlClient:
             if isinstance(item, ErrorReply) and item.id in (request.id, None):
                 if item.code == "refused":
                     raise RequestRefusedError(item.message)
+                if item.code == "ended":
+                    raise SessionEndedError(item.message)
                 raise ControlProtocolError(f"the session rejected the request ({item.code}): {item.message}")
             if isinstance(item, EnvelopeBytes | Event):
                 self._events.append(item)

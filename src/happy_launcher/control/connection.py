@@ -37,7 +37,7 @@ from happy_launcher.control.wire import (
     SubscribeRequest,
     SwitchRequest,
 )
-from happy_launcher.session.ports import Controller, ControlRefused, MessageMeta
+from happy_launcher.session.ports import Controller, ControlRefused, MessageMeta, SessionOver
 from happy_launcher.version import __version__
 
 _log = logging.getLogger(__name__)
@@ -123,6 +123,8 @@ class _Connection:
             return exc.reply()
         try:
             return await self._dispatch(request, tg)
+        except SessionOver as exc:
+            return ErrorReply(id=request.id, code="ended", message=str(exc))
         except ControlRefused as exc:
             return ErrorReply(id=request.id, code="refused", message=str(exc))
         except Exception as exc:
@@ -182,8 +184,8 @@ class _Connection:
         if self._subscription is not None:
             message = "this connection is already subscribed: open another one to subscribe again"
             return ErrorReply(id=request_id, code="bad-request", message=message)
-        self._outbox.put(encode(OkReply(id=request_id)))  # before the first event
-        self._subscription = Subscription(self._controller, self._outbox, after_seq)
-        self._subscription.start()
-        tg.start_soon(self._subscription.catch_up)
+        subscription = Subscription(self._controller, self._outbox, after_seq)
+        subscription.start(ready=lambda: self._outbox.put(encode(OkReply(id=request_id))))
+        self._subscription = subscription
+        tg.start_soon(subscription.catch_up)
         return None

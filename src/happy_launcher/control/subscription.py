@@ -32,10 +32,13 @@ class Subscription:
         self._held_size = 0
         self._stops: list[Callable[[], None]] = []
 
-    def start(self) -> None:
-        """Subscribe (synchronously: nothing committed from here on can be missed); watching
-        the permissions queues the requests already open, once: they are state the client needs."""
+    def start(self, ready: Callable[[], None] = lambda: None) -> None:
+        """Subscribe (synchronously: nothing committed from here on can be missed; a session that
+        has ended refuses, and nothing was queued), call `ready` (the reply goes before any event),
+        then watch the permissions, which queues the requests already open, once: they are state
+        the client needs."""
         self._stops.append(self._controller.subscribe(self))
+        ready()
         self._stops.append(self._controller.watch_permissions(self))
 
     def stop(self) -> None:

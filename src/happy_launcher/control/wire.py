@@ -26,7 +26,9 @@ from happy_launcher.session.ports import (
 PROTOCOL_VERSION = 1
 
 RequestId = Annotated[str, Field(min_length=1, max_length=200)]
-ErrorCode = Literal["bad-json", "bad-request", "too-long", "unsupported-version", "refused", "failed"]
+ErrorCode = Literal[
+    "bad-json", "bad-request", "too-long", "unsupported-version", "refused", "ended", "failed"
+]
 
 
 class WireLine(BaseModel):

@@ -89,7 +89,7 @@ class Run:
     `get()` (after Claude is spawned, in local mode) and then the same object for every launcher
     of the run, its permission broker, its signals and the front that drives Claude now. A
     failure to open the session is kept (and raised again by the next `get()`): the caller
-    decides whether Claude goes on unmirrored.
+    decides whether Claude goes on unmirrored. Once `end()` has ended it, `get()` refuses.
     `front`: the running launcher's, for the controller (None between launchers).
     `signals`: the run's, once it catches them (`session.signals`).
     `remote_input`: how the TUI takes a message sent without a mode (--happy-remote-input).
@@ -115,6 +115,7 @@ class Run:
         self.events = events
         self.remote_input: InputMode = remote_input
         self._session: Session | None = None
+        self._ended = False
         self.claude_session_id: str | None = None  # the last one the session ran on, once ended
         self.failure: Exception | None = None
         self.front: Front | None = None
@@ -125,6 +126,12 @@ class Run:
 
     def get(self) -> Session:
         if self._session is None:
+            if self._ended:
+                # A client that comes as the run ends (the bridge following a short `-p` run)
+                # must not open the session again: that would reopen it, or bind a new one.
+                from happy_launcher.session.ports import SessionOver
+
+                raise SessionOver("the session has ended: its happy claude is exiting")
             if self.failure is not None:
                 raise self.failure
             from happy_launcher.session.core import Session  # heavy: store, mapper, sqlite3
@@ -193,6 +200,7 @@ class Run:
         """End and close the session, if it was opened; never raises (a failure is kept in
         `failure` and logged). Returns "<sink>: <error>" for each best-effort sink that failed."""
         session, self._session = self._session, None
+        self._ended = True
         if session is None:
             return []
         self.claude_session_id = session.claude_session_id

@@ -75,6 +75,11 @@ class ControlRefused(HappyError):
     (and what to do), and goes back to the client as the error reply."""
 
 
+class SessionOver(ControlRefused):
+    """The session has ended while its socket still serves (its launcher is exiting): a client
+    reads the rest from the store."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionFacts:
     happy_session_id: str | None  # None until Claude has named its session (first hook)

@@ -24,9 +24,9 @@ from happy_launcher.control.wire import (
     PermissionRequested,
     PermissionSettled,
 )
-from happy_launcher.errors import ControlProtocolError, RequestRefusedError, UsageError
+from happy_launcher.errors import ControlProtocolError, RequestRefusedError, SessionEndedError, UsageError
 from happy_launcher.runner.controller import SessionController
-from happy_launcher.session.launcher import Run
+from happy_launcher.session.launcher import ClaudeStart, Run
 from happy_launcher.session.ports import MessageMeta, PermissionRequest
 from tests.support.control import Envelopes, facts, running
 
@@ -192,6 +192,25 @@ async def test_a_request_open_before_the_subscription_comes_once_from_the_real_c
         tg.cancel_scope.cancel()
     assert isinstance(first, PermissionRequested) and isinstance(second, PermissionRequested)
     assert [first.request.id, second.request.id] == [open_one.id, later.id]
+
+
+async def test_a_client_that_comes_as_the_run_ends_is_told_it_has_ended(tmp_path: Path) -> None:
+    # Between the run's end and its socket's close (a short `-p` run the bridge follows).
+    ref = Run(tmp_path / "home", tmp_path, starts_on=ClaudeStart("c-1", "startup", tmp_path / "c-1.jsonl"))
+    controller = SessionController(
+        ref, mode="local", pid=os.getpid(), transcript=lambda _: tmp_path / "t.jsonl", clock=lambda: 0
+    )
+    ref.get()
+    async with anyio.create_task_group() as tg:
+        path = await tg.start(partial(serve, controller, tmp_path))
+        ref.end("completed")
+        async with connect(path) as client:
+            assert (await client.hello()).session.happy_session_id is None
+            with pytest.raises(SessionEndedError, match="has ended"):
+                await client.subscribe(0)
+            with pytest.raises(SessionEndedError, match="has ended"):
+                await client.send("m-1", "hello")
+        tg.cancel_scope.cancel()
 
 
 async def test_subscribe_from_a_seq_then_live(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ import pytest
 from happy_launcher.local.front import WatchOnlyFront
 from happy_launcher.protocol import Envelope
 from happy_launcher.runner.controller import SessionController
-from happy_launcher.session.launcher import Run
+from happy_launcher.session.launcher import ClaudeStart, Run
 from happy_launcher.session.ports import MAX_MESSAGE, ControlRefused, InputMode, Mode
+from happy_launcher.store.sessions import SessionStore
 from tests.support.records import rec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -43,6 +44,25 @@ async def test_facts_before_and_after_claude_names_its_session(ref: Run, tmp_pat
     ref.get().set_claude_session("c-1", "startup", None)
     assert c.facts().claude_session_id == "c-1" and c.facts().happy_session_id == ref.get().id
     assert c.history(0, 10) == []
+
+
+async def test_a_client_that_comes_after_the_run_ended_its_session_is_refused_and_opens_none(
+    tmp_path: Path,
+) -> None:
+    # The bridge follows a short `-p` run: its subscription can come as the run ends. Opening
+    # the session then made a new one (a start, not a resume) or reopened the ended one.
+    ref = Run(tmp_path / "home", tmp_path, starts_on=ClaudeStart("c-1", "startup", tmp_path / "c-1.jsonl"))
+    c = controller(ref, tmp_path / "t.jsonl")
+    first = ref.get().id
+    ref.end("completed")
+    with pytest.raises(ControlRefused, match="ended"):
+        c.history(0, 10)
+    with pytest.raises(ControlRefused, match="ended"):
+        await c.send("m-1", "hello")
+    assert c.facts().happy_session_id is None
+    with SessionStore.open(tmp_path / "home") as store:
+        [only] = store.list_sessions()
+    assert (only.id, only.status) == (first, "completed")
 
 
 async def test_a_message_with_no_front_is_stored_for_the_next_one(ref: Run, tmp_path: Path) -> None:
