@@ -127,8 +127,9 @@ class Run:
     def get(self) -> Session:
         if self._session is None:
             if self._ended:
-                # A client that comes as the run ends (the bridge following a short `-p` run)
-                # must not open the session again: that would reopen it, or bind a new one.
+                # A client that comes between the run's end and its socket's close (the bridge,
+                # a watch, the page) must not open the session again: that would reopen it, or
+                # bind a new one to the same Claude session.
                 from happy_launcher.session.ports import SessionOver
 
                 raise SessionOver("the session has ended: its happy claude is exiting")
